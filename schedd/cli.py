@@ -1,0 +1,184 @@
+"""`schedd` command line: simulate, policies, clusters.
+
+Errors a user can cause (bad trace line, unknown policy or option, bad cluster spec) end
+with one sentence on stderr and exit status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import resources
+from typing import Any
+
+SAMPLE_TRACE = "sample-lublin256-1000.swf"
+
+
+def _sample_path() -> str:
+    return str(resources.files("schedd.data").joinpath(SAMPLE_TRACE))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .core.cluster_spec import CLUSTER_FORMS
+
+    parser = argparse.ArgumentParser(
+        prog="schedd",
+        description="HPC job-scheduler engine: offline simulation of scheduling policies on "
+        "node pools and Blue Gene/Q partitions.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser(
+        "simulate",
+        help="replay a trace through a policy on virtual time",
+        description="Replay an SWF/CWF trace through a policy as fast as possible; writes "
+        "DIR/jobs.swf, DIR/jobs.csv and DIR/summary.json and prints a summary table.",
+    )
+    sim.add_argument("--trace", default=None,
+                     help="SWF or CWF trace, plain or .gz (default: the bundled 1,000-job "
+                     "excerpt of the Lublin 256-node trace)")
+    sim.add_argument("--cluster", default=None,
+                     help=f"machine: {CLUSTER_FORMS} (default: nodes:<MaxNodes of the trace>)")
+    sim.add_argument("--policy", default="easy", help="policy name (see `schedd policies`)")
+    sim.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                     help="policy option, repeatable")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the engine's RNG (failures)")
+    sim.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    sim.add_argument("--lenient", action="store_true",
+                     help="skip malformed trace lines (and report how many) instead of stopping")
+    sim.add_argument("--procs-per-node", type=int, default=1, metavar="K",
+                     help="the trace counts processors; K per node (nodes = ceil(procs / K))")
+    sim.add_argument("--validate", action="store_true",
+                     help="check every engine invariant after every instant (slow)")
+    sim.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ck = sim.add_argument_group("checkpoints and failures")
+    ck.add_argument("--ckpt", default="trace", choices=["none", "trace", "sys", "app", "daly"],
+                    help="periodic checkpoints: none; per-job interval from the trace (default); "
+                    "SYS-CKPT universal interval; APP-CKPT x%% rule; Daly's optimum")
+    ck.add_argument("--ckpt-interval", type=float, default=3600.0, metavar="S",
+                    help="SYS-CKPT interval in compute seconds (default 3600)")
+    ck.add_argument("--app-overhead", type=float, default=10.0, metavar="PCT",
+                    help="APP-CKPT overhead budget in %% of walltime (default 10)")
+    ck.add_argument("--ckpt-cost", default="io", choices=["io", "hybrid"],
+                    help="checkpoint time: io = eq. 34 bandwidth model (16 GB/node, 4 GB/s per "
+                    "128 nodes, 216 GB/s cap); hybrid = 600 s below 1K nodes, else 1,200 s")
+    ck.add_argument("--mtbf", type=float, default=0.0, metavar="HOURS",
+                    help="inject node failures with this system MTBF (0 = none)")
+    ck.add_argument("--mttr", type=float, default=6.0, metavar="HOURS",
+                    help="mean repair time (default 6)")
+    ck.add_argument("--no-requeue-on-failure", action="store_true",
+                    help="a job hit by a failure ends FAILED instead of being requeued")
+    ck.add_argument("--warning", type=float, default=120.0, metavar="S",
+                    help="malleable jobs' pre-preemption warning (default 120)")
+
+    sub.add_parser("policies", help="list policies with their options and defaults")
+    cl = sub.add_parser("cluster", help="describe a cluster spec")
+    cl.add_argument("spec", help=CLUSTER_FORMS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .core.cluster import ClusterError
+    from .core.decisions import DecisionError
+    from .policies import PolicyError
+    from .traces import TraceError
+
+    try:
+        if args.command == "simulate":
+            return _simulate(args)
+        if args.command == "policies":
+            return _policies()
+        if args.command == "cluster":
+            return _cluster(args.spec)
+    except (TraceError, ClusterError, PolicyError, DecisionError) as err:
+        print(f"schedd: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 1
+    return 2
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from .core.checkpoint import CheckpointPolicy
+    from .core.cluster import NodePool
+    from .core.cluster_spec import parse_cluster
+    from .core.engine import EngineOptions
+    from .metrics import format_summary
+    from .policies import make_policy
+    from .sim import describe_run, max_job_nodes, simulate, write_outputs
+    from .traces import normalize, read_trace
+
+    if args.procs_per_node < 1:
+        raise SystemExit("schedd: error: --procs-per-node must be at least 1")
+    path = args.trace or _sample_path()
+    raw = read_trace(path, lenient=args.lenient)
+    if raw.skipped:
+        print(f"schedd: skipped {raw.skipped} malformed line(s) of {path}", file=sys.stderr)
+    if args.cluster:
+        cluster = parse_cluster(args.cluster)
+        trace = normalize(raw, max_nodes=max_job_nodes(cluster),
+                          procs_per_node=args.procs_per_node)
+    else:
+        trace = normalize(raw, procs_per_node=args.procs_per_node)
+        cluster = NodePool(trace.max_nodes)
+    policy = make_policy(args.policy, args.opt, cluster)
+    engine_options = EngineOptions(
+        checkpoint=CheckpointPolicy(
+            periodic=args.ckpt, sys_interval=args.ckpt_interval,
+            app_overhead_pct=args.app_overhead, cost_model=args.ckpt_cost,
+            daly_mtbf=(args.mtbf or 5.0) * 3600.0,
+        ),
+        warning_s=args.warning,
+        requeue_on_failure=not args.no_requeue_on_failure,
+        mtbf_s=args.mtbf * 3600.0,
+        mttr_s=args.mttr * 3600.0,
+    )
+    progress, close = _progress_bar(len(trace), args.no_progress)
+    try:
+        run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
+                       check_invariants=args.validate, progress=progress)
+    finally:
+        close()
+    description = describe_run(path, trace, cluster, policy, args.seed, engine_options)
+    summary = write_outputs(args.out, trace, run, description)
+    print(format_summary(summary))
+    print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json")
+    return 0
+
+
+def _progress_bar(total: int, disabled: bool) -> tuple[Any, Any]:
+    """A tqdm bar on a terminal; nothing when stderr is not a terminal."""
+    if disabled or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="job", file=sys.stderr, leave=False)
+
+    def update(done: int) -> None:
+        bar.update(done - bar.n)
+
+    return update, bar.close
+
+
+def _policies() -> int:
+    from .policies import POLICIES, option_help
+
+    for name in sorted(POLICIES):
+        cls = POLICIES[name]
+        print(f"{name:16} {cls.summary}")
+        for opt, typ, default, text in option_help(cls.Options):
+            print(f"    {opt}={default} ({typ}) {text}")
+    return 0
+
+
+def _cluster(spec: str) -> int:
+    from .core.cluster_spec import parse_cluster
+
+    cluster = parse_cluster(spec)
+    print(cluster.describe())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

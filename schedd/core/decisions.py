@@ -1,0 +1,68 @@
+"""What a policy may ask of the engine. The engine validates each one before acting."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class PreemptMode(enum.Enum):
+    """How a preempted job keeps its work (real-time paper Table 1; hybrid paper §III-A).
+
+    RESTART          NO-CKPT: all work is lost; the job restarts from the beginning.
+    LAST_CHECKPOINT  SYS-CKPT / APP-CKPT: killed now, resumes from its last periodic
+                     checkpoint (work since then is lost).
+    JIT              JIT-CKPT: the job writes a checkpoint now; it releases its nodes when the
+                     checkpoint is done and resumes from there (no work lost).
+    WARNING          the malleable jobs' two-minute warning: the job saves its state during
+                     the warning, releases its nodes at the end, resumes from the warning time.
+    """
+
+    RESTART = "none"
+    LAST_CHECKPOINT = "last"
+    JIT = "jit"
+    WARNING = "warn"
+
+
+class DecisionError(ValueError):
+    """A decision the engine refused; the state is unchanged."""
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    job_id: int
+    nodes: int | None = None  # malleable jobs: size within [min, max]; rigid: None
+    block: int | None = None  # partition clusters: the block index to use
+    reservation: str | None = None  # start inside this reservation
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    job_id: int
+    mode: PreemptMode
+
+
+@dataclass(frozen=True, slots=True)
+class Resize:
+    job_id: int
+    nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    key: str
+    nodes: int | None = None
+    block: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class WakeAt:
+    time: float
+
+
+Decision = Start | Preempt | Resize | Reserve | Release | WakeAt

@@ -1,0 +1,132 @@
+"""Job model: what a user submitted (JobSpec) and what a policy sees of it (Job).
+
+The actual runtime is part of the spec the engine receives, but a `Job` — the object
+policies read — never carries it: the engine keeps it in its private execution record.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .cluster import Allocation
+
+
+class JobClass(enum.Enum):
+    """The job classes of the five papers; the value is the trace-format letter."""
+
+    BATCH = "B"  # batch / rigid
+    REALTIME = "R"
+    ONDEMAND = "O"
+    MALLEABLE = "M"
+    DEDICATED = "D"
+
+    @classmethod
+    def from_letter(cls, letter: str) -> JobClass:
+        return _CLASS_BY_LETTER[letter]
+
+
+_CLASS_BY_LETTER = {c.value: c for c in JobClass}
+
+
+class JobState(enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    CHECKPOINTING = "checkpointing"  # a preemption checkpoint (JIT or warning) in progress
+    PREEMPTED = "preempted"  # requeued after a preemption or a node failure
+    COMPLETED = "completed"
+    KILLED = "killed"  # reached its walltime
+    CANCELLED = "cancelled"
+    FAILED = "failed"  # interrupted by a failure and not requeued
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+    @property
+    def waiting(self) -> bool:
+        return self is JobState.QUEUED or self is JobState.PREEMPTED
+
+    @property
+    def holds_nodes(self) -> bool:
+        return self is JobState.RUNNING or self is JobState.CHECKPOINTING
+
+
+_TERMINAL = frozenset(
+    {JobState.COMPLETED, JobState.KILLED, JobState.CANCELLED, JobState.FAILED}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Advance notice of an on-demand job (hybrid paper §III-A)."""
+
+    time: float  # when the notice is given
+    est_arrival: float
+    nodes: int
+    walltime: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One job as submitted. `runtime` is the truth the engine uses; policies never see it.
+
+    `runtime` is the compute time at `nodes` nodes (for malleable jobs: at `max_nodes`),
+    without setup or checkpoint overheads, which the engine adds.
+    """
+
+    id: int
+    submit: float
+    runtime: float
+    nodes: int
+    walltime: float
+    user: int = -1
+    project: int = -1
+    job_class: JobClass = JobClass.BATCH
+    min_nodes: int = -1  # malleable: lower bound; -1 = rigid
+    checkpointable: bool = True
+    ckpt_gb_per_node: float = -1.0  # checkpoint data size; -1 = the cluster's default model
+    setup: float = 0.0  # seconds of setup at every (re)start
+    requested_start: float = -1.0  # dedicated jobs
+    notice: Notice | None = None  # on-demand jobs
+    queue: int = -1
+    ckpt_interval: float = -1.0  # periodic checkpoint interval in compute seconds; -1 = none
+
+    @property
+    def max_nodes(self) -> int:
+        return self.nodes
+
+    @property
+    def malleable(self) -> bool:
+        return self.job_class is JobClass.MALLEABLE and self.min_nodes > 0
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """A job as policies see it. Only the engine writes these fields."""
+
+    id: int
+    submit: float
+    nodes: int  # requested (rigid) or maximum (malleable)
+    walltime: float  # requested time; elastic control commands change it
+    user: int
+    project: int
+    job_class: JobClass
+    min_nodes: int
+    checkpointable: bool
+    requested_start: float
+    queue: int
+    state: JobState = JobState.QUEUED
+    alloc_nodes: int = 0  # nodes held now (partition size on Blue Gene/Q)
+    allocation: Allocation | None = None  # what it holds while running or checkpointing
+    first_start: float = -1.0
+    last_start: float = -1.0
+    predicted_end: float = -1.0  # start + setup + remaining walltime + planned overheads
+    end_time: float = -1.0
+    preemptions: int = 0
+    restarts: int = 0
+    history: list[tuple[float, str, str]] = field(default_factory=list)
+
+    @property
+    def malleable(self) -> bool:
+        return self.job_class is JobClass.MALLEABLE and self.min_nodes > 0

@@ -1,0 +1,53 @@
+"""The job state machine: one table of legal moves, and the move itself.
+
+Every transition records (time, new state, cause) in the job's history so an illegal move
+can be reported with the job's story.
+"""
+
+from __future__ import annotations
+
+from .job import Job, JobState
+
+Q, R, C, P = JobState.QUEUED, JobState.RUNNING, JobState.CHECKPOINTING, JobState.PREEMPTED
+DONE, KILLED, CANCELLED, FAILED = (
+    JobState.COMPLETED,
+    JobState.KILLED,
+    JobState.CANCELLED,
+    JobState.FAILED,
+)
+
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    Q: frozenset({R, CANCELLED}),
+    # RUNNING -> PREEMPTED: immediate preemption (NO/SYS/APP-CKPT) or requeue after failure
+    R: frozenset({DONE, KILLED, C, P, CANCELLED, FAILED}),
+    # CHECKPOINTING -> PREEMPTED when the checkpoint is done (or the failure requeues it)
+    C: frozenset({P, CANCELLED, FAILED}),
+    P: frozenset({R, CANCELLED}),
+    DONE: frozenset(),
+    KILLED: frozenset(),
+    CANCELLED: frozenset(),
+    FAILED: frozenset(),
+}
+
+HISTORY_LIMIT = 32  # keep a job's recent story bounded; long-lived jobs restart many times
+
+
+class IllegalTransition(RuntimeError):
+    pass
+
+
+def story(job: Job) -> str:
+    return "; ".join(f"t={t:g} {state} ({cause})" for t, state, cause in job.history)
+
+
+def transition(job: Job, to: JobState, now: float, cause: str) -> None:
+    if to not in TRANSITIONS[job.state]:
+        raise IllegalTransition(
+            f"job {job.id}: illegal move {job.state.value} -> {to.value} at t={now:g} "
+            f"caused by {cause}; story: {story(job)}"
+        )
+    job.state = to
+    history = job.history
+    history.append((now, to.value, cause))
+    if len(history) > HISTORY_LIMIT:
+        del history[0]

@@ -1,0 +1,84 @@
+"""The read-only view a policy receives at each scheduling pass.
+
+It exposes the engine's own sequences without copying (a pass must be cheap); policies
+must treat them as read-only — `validate()` checks the engine's structures afterwards.
+The actual runtime of a job is not reachable from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from .cluster import Cluster, ClusterState
+from .job import Job, Notice
+
+if TYPE_CHECKING:
+    from .engine import Engine, Reservation
+
+
+class View:
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine):
+        self._engine = engine
+
+    @property
+    def now(self) -> float:
+        return self._engine.now
+
+    @property
+    def cluster(self) -> Cluster:
+        return self._engine.cluster
+
+    @property
+    def queue(self) -> Sequence[Job]:
+        """Waiting jobs (queued and requeued) in (submit, id) order."""
+        return self._engine.queue
+
+    @property
+    def running(self) -> Mapping[int, Job]:
+        """Jobs holding nodes (running or checkpointing), in start order."""
+        return self._engine.running
+
+    def running_by_end(self) -> Sequence[tuple[float, int]]:
+        """(predicted end, job id) of running jobs, ascending. Checkpointing jobs are not
+        in it: they release at their checkpoint deadline (see `checkpointing_until`)."""
+        return self._engine._by_end
+
+    def job(self, job_id: int) -> Job:
+        return self._engine.jobs[job_id]
+
+    @property
+    def free_nodes(self) -> int:
+        return self._engine.state.free_nodes
+
+    def free_state(self) -> ClusterState:
+        """A private copy of the machine's free resources to plan on."""
+        return self._engine.state.copy()
+
+    @property
+    def notices(self) -> Mapping[int, Notice]:
+        return self._engine.notices
+
+    @property
+    def reservations(self) -> Mapping[str, Reservation]:
+        return self._engine.reservations
+
+    @property
+    def checkpointing_count(self) -> int:
+        return self._engine.n_checkpointing
+
+    @property
+    def has_requested_starts(self) -> bool:
+        """Whether any waiting job has a requested start time (dedicated jobs)."""
+        return self._engine.n_requested_start > 0
+
+    def checkpointing_until(self) -> Sequence[tuple[float, int]]:
+        """(checkpoint deadline, job id) of jobs that are writing a preemption checkpoint."""
+        e = self._engine
+        return sorted(
+            (e.exec_record(j.id).ckpt_end, j.id)
+            for j in e.running.values()
+            if j.state.value == "checkpointing"
+        )

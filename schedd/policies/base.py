@@ -1,0 +1,94 @@
+"""Policy interface and option parsing.
+
+A policy is a class with a frozen `Options` dataclass (documented defaults, parsed once from
+KEY=VALUE strings) and a `schedule(view) -> list[Decision]` method.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from ..core.cluster import Cluster
+from ..core.decisions import Decision
+from ..core.view import View
+
+
+class PolicyError(ValueError):
+    """Unknown policy or bad option: the message is one sentence for the user."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NoOptions:
+    pass
+
+
+class Policy(ABC):
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    Options: ClassVar[type] = NoOptions
+
+    def __init__(self, options: Any, cluster: Cluster):
+        self.options = options
+        self.cluster = cluster
+
+    @abstractmethod
+    def schedule(self, view: View) -> list[Decision]: ...
+
+
+def option_help(options_cls: type) -> list[tuple[str, str, str, str]]:
+    """(name, type, default, description) for each option; descriptions come from
+    field metadata."""
+    hints = typing.get_type_hints(options_cls)
+    rows = []
+    for f in dataclasses.fields(options_cls):
+        rows.append((f.name, _type_name(hints[f.name]), repr(f.default),
+                     f.metadata.get("help", "")))
+    return rows
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is typing.Literal:
+        return "|".join(str(a) for a in typing.get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+def parse_options(policy_name: str, options_cls: type, pairs: list[str]) -> Any:
+    hints = typing.get_type_hints(options_cls)
+    fields = {f.name: f for f in dataclasses.fields(options_cls)}
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep:
+            raise PolicyError(f"option {pair!r} is not KEY=VALUE")
+        if key not in fields:
+            valid = ", ".join(fields) or "none"
+            raise PolicyError(f"policy {policy_name} has no option {key!r}; valid options: {valid}")
+        values[key] = _convert(policy_name, key, hints[key], raw.strip())
+    return options_cls(**values)
+
+
+def _convert(policy: str, key: str, tp: Any, raw: str) -> Any:
+    if typing.get_origin(tp) is typing.Literal:
+        allowed = [str(a) for a in typing.get_args(tp)]
+        if raw not in allowed:
+            raise PolicyError(f"{policy}: option {key} must be one of {', '.join(allowed)}, "
+                              f"not {raw!r}")
+        return raw
+    try:
+        if tp is bool:
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if tp is int:
+            return int(raw)
+        if tp is float:
+            return float(raw)
+    except ValueError:
+        raise PolicyError(f"{policy}: option {key} expects {_type_name(tp)}, got {raw!r}") from None
+    return raw

@@ -1,0 +1,192 @@
+"""Turn a raw Trace into the queue the simulator replays (rules of /work/shared/traces/README.md).
+
+A record is kept iff runtime > 0 and 1 <= nodes <= N, where nodes = requested processors
+(field 8) if > 0 else allocated processors (field 5), divided by procs_per_node rounding up.
+walltime = requested time (field 9) if > 0 else the runtime. Queue order is (submit, job id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from schedd.core.job import JobClass, JobSpec, Notice
+from schedd.traces.swf import COLUMN_NAMES, EccCommand, Trace, TraceHeader, absent_column
+
+DROP_REASONS = ("runtime<=0", "nodes<1", "nodes>max")
+_SPEC_BLOCK = 4096  # rows converted to Python objects at a time by specs()
+_SPEC_COLUMNS = (
+    "job_id",
+    "submit",
+    "runtime",
+    "nodes",
+    "walltime",
+    "user",
+    "group",
+    "job_class",
+    "min_nodes",
+    "checkpointable",
+    "ckpt_gb",
+    "setup",
+    "req_start",
+    "notice_time",
+    "est_arrival",
+    "est_nodes",
+    "est_runtime",
+    "queue",
+    "ckpt_interval",
+)
+_CLASSES = {c.value: c for c in JobClass}
+
+
+@dataclass(eq=False)
+class NormalizedTrace:
+    """The kept jobs in queue order, with the derived columns `nodes` and `walltime`."""
+
+    header: TraceHeader
+    max_nodes: int
+    columns: dict[str, np.ndarray]
+    dropped: dict[str, int]  # reason -> count; every reason of DROP_REASONS is present
+    eccs: list[EccCommand]  # of kept jobs only, sorted by (time, job_id, line)
+
+    def __len__(self) -> int:
+        return len(self.columns["job_id"])
+
+    def specs(self) -> Iterator[JobSpec]:
+        """JobSpec objects in queue order, built a block of rows at a time."""
+        for lo in range(0, len(self), _SPEC_BLOCK):
+            block = [self.columns[name][lo : lo + _SPEC_BLOCK].tolist() for name in _SPEC_COLUMNS]
+            for row in zip(*block, strict=True):
+                yield _spec(*row)
+
+
+def _spec(
+    job_id: int,
+    submit: float,
+    runtime: float,
+    nodes: int,
+    walltime: float,
+    user: int,
+    group: int,
+    job_class: str,
+    min_nodes: int,
+    checkpointable: int,
+    ckpt_gb: float,
+    setup: float,
+    req_start: float,
+    notice_time: float,
+    est_arrival: float,
+    est_nodes: int,
+    est_runtime: float,
+    queue: int,
+    ckpt_interval: float,
+) -> JobSpec:
+    notice = None
+    if notice_time >= 0:  # absent estimates default to the job's actual values
+        notice = Notice(
+            time=notice_time,
+            est_arrival=est_arrival if est_arrival >= 0 else submit,
+            nodes=est_nodes if est_nodes > 0 else nodes,
+            walltime=est_runtime if est_runtime > 0 else walltime,
+        )
+    return JobSpec(
+        id=job_id,
+        submit=submit,
+        runtime=runtime,
+        nodes=nodes,
+        walltime=walltime,
+        user=user,
+        project=group,
+        job_class=_CLASSES[job_class],
+        min_nodes=min_nodes,
+        checkpointable=checkpointable != 0,  # -1 (absent) means the default, yes
+        ckpt_gb_per_node=ckpt_gb,
+        setup=max(0.0, setup),
+        requested_start=req_start,
+        notice=notice,
+        queue=queue,
+        ckpt_interval=ckpt_interval,
+    )
+
+
+def normalize(
+    trace: Trace, *, max_nodes: int | None = None, procs_per_node: int = 1
+) -> NormalizedTrace:
+    """Apply the README's keep/drop rules and sort into queue order."""
+    if procs_per_node < 1:
+        raise ValueError(f"procs_per_node must be >= 1, got {procs_per_node}")
+    if max_nodes is not None and max_nodes < 1:
+        raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
+    n = len(trace)
+    cols = {name: _column(trace, name, n) for name in COLUMN_NAMES}
+    nodes = job_nodes(cols["req_procs"], cols["procs"], procs_per_node)
+    limit = machine_nodes(trace.header, nodes, max_nodes, procs_per_node)
+    reasons = _drop_reasons(cols["runtime"], nodes, limit)
+    kept = np.flatnonzero(reasons < 0)
+    kept = kept[np.lexsort((cols["job_id"][kept], cols["submit"][kept]))]  # stable
+    if len(kept) == n and (len(kept) < 2 or bool((np.diff(kept) > 0).all())):
+        out = dict(cols)  # already in queue order, nothing dropped: share, don't copy
+    else:
+        out = {name: _take(col, kept) for name, col in cols.items()}
+    out["nodes"] = nodes[kept]
+    req_time, runtime = out["req_time"], out["runtime"]
+    out["walltime"] = np.where(req_time > 0, req_time, runtime).astype(np.float64)
+    counts = np.bincount(reasons[reasons >= 0], minlength=len(DROP_REASONS))
+    return NormalizedTrace(
+        header=trace.header,
+        max_nodes=limit,
+        columns=out,
+        dropped={r: int(c) for r, c in zip(DROP_REASONS, counts, strict=True)},
+        eccs=_kept_eccs(trace.eccs, out["job_id"]),
+    )
+
+
+def job_nodes(req_procs: np.ndarray, procs: np.ndarray, procs_per_node: int = 1) -> np.ndarray:
+    """Nodes of each job: requested processors if > 0 else allocated, ceil-divided by K."""
+    p = np.where(req_procs > 0, req_procs, procs).astype(np.int64)
+    return p if procs_per_node == 1 else -(-p // procs_per_node)
+
+
+def machine_nodes(
+    header: TraceHeader, nodes: np.ndarray, max_nodes: int | None, procs_per_node: int = 1
+) -> int:
+    """N: the argument, else MaxNodes, else MaxProcs / K (rounded up), else the largest job."""
+    if max_nodes is not None:
+        return max_nodes
+    if header.max_nodes is not None:
+        return header.max_nodes
+    if header.max_procs is not None:
+        return -(-header.max_procs // procs_per_node)
+    return int(nodes.max()) if len(nodes) else 0
+
+
+def _drop_reasons(runtime: np.ndarray, nodes: np.ndarray, limit: int) -> np.ndarray:
+    """Per job: -1 if kept, else the index in DROP_REASONS of the first rule it breaks."""
+    reasons = np.full(len(nodes), -1, dtype=np.int64)
+    reasons[nodes > limit] = 2
+    reasons[nodes < 1] = 1
+    reasons[~(runtime > 0)] = 0
+    return reasons
+
+
+def _column(trace: Trace, name: str, n: int) -> np.ndarray:
+    """A column of the trace; traces made in memory may leave optional ones out."""
+    col = trace.columns.get(name)
+    return absent_column(name, n) if col is None else np.asarray(col)
+
+
+def _take(col: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    if len(rows) and col.strides == (0,):  # constant (absent) column stays constant
+        return np.broadcast_to(col[:1], (len(rows),))
+    return col[rows]
+
+
+def _kept_eccs(eccs: list[EccCommand], kept_ids: np.ndarray) -> list[EccCommand]:
+    if not eccs:
+        return []
+    ids = np.fromiter((e.job_id for e in eccs), dtype=np.int64, count=len(eccs))
+    keep = np.isin(ids, kept_ids)
+    chosen = [e for e, k in zip(eccs, keep.tolist(), strict=True) if k]
+    return sorted(chosen, key=lambda e: (e.time, e.job_id, e.line))

@@ -1,0 +1,644 @@
+"""Read and write job traces: SWF, CWF and the schedd extension (docs/trace-format.md).
+
+The file is read into memory as bytes and cut into chunks of whole lines. Each chunk first
+goes through numpy's C parser (`np.loadtxt`) and a few vectorised checks; a chunk that fails
+any of them is parsed again line by line, which is what produces the precise `FILE:LINE`
+errors (or skips bad lines in lenient mode). The fast path accepts a subset of what the
+line parser accepts and yields the same values, so it only ever changes the speed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import os
+import re
+import warnings
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+N_SWF = 18  # fields every job line has
+N_MAX = 31  # the last field of the schedd extension
+TYPE_FIELD = 19  # 0-based index of field 20, the CWF request type
+AMOUNT_FIELD = 20  # field 21, the ECC amount
+CLASS_FIELD = 21  # field 22, the job class letter
+CKPT_FIELD = 22  # field 23, checkpointable 1/0
+CLASS_LETTERS = "BROMD"
+ECC_KINDS = ("ET", "RT", "EP", "RP")
+MAX_EXACT_INT = 2**53  # integers travel through float64, which is exact up to here
+CHUNK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    field: int  # 0-based field index
+    kind: str  # "i" int64, "f" float64, "c" job-class letter
+
+
+COLUMNS: tuple[_Column, ...] = tuple(
+    _Column(*spec)
+    for spec in (
+        ("job_id", 0, "i"),
+        ("submit", 1, "f"),
+        ("wait", 2, "f"),
+        ("runtime", 3, "f"),
+        ("procs", 4, "i"),
+        ("cpu", 5, "f"),
+        ("mem", 6, "f"),
+        ("req_procs", 7, "i"),
+        ("req_time", 8, "f"),
+        ("req_mem", 9, "f"),
+        ("status", 10, "i"),
+        ("user", 11, "i"),
+        ("group", 12, "i"),
+        ("app", 13, "i"),
+        ("queue", 14, "i"),
+        ("partition", 15, "i"),
+        ("prev_job", 16, "i"),
+        ("think", 17, "f"),
+        ("req_start", 18, "f"),
+        ("job_class", CLASS_FIELD, "c"),
+        ("checkpointable", CKPT_FIELD, "i"),
+        ("ckpt_gb", 23, "f"),
+        ("min_nodes", 24, "i"),
+        ("setup", 25, "f"),
+        ("notice_time", 26, "f"),
+        ("est_arrival", 27, "f"),
+        ("est_nodes", 28, "i"),
+        ("est_runtime", 29, "f"),
+        ("ckpt_interval", 30, "f"),
+    )
+)
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+
+_FIELD_NAMES = {c.field: c.name for c in COLUMNS}
+_FIELD_NAMES[TYPE_FIELD] = "request type"
+_FIELD_NAMES[AMOUNT_FIELD] = "amount"
+_INT_FIELDS = tuple(c.field for c in COLUMNS if c.kind == "i")
+_NUMERIC_FIELDS = tuple(i for i in range(N_MAX) if i not in (TYPE_FIELD, CLASS_FIELD))
+_CLASS_ARRAY = np.array(list(CLASS_LETTERS))
+_NUMBER = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_HEADER_KEY = re.compile(r"\s*;\s*(\w+)\s*:\s*(.*?)\s*")
+_HEADER_INT = re.compile(r"[+-]?\d+(?:\.0*)?")
+
+
+class TraceError(Exception):
+    """A trace file could not be read; str(e) is "FILE:LINE: expected ..., found ..."."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+    @classmethod
+    def at(cls, path: str, line: int | None, what: str) -> TraceError:
+        where = path if line is None else f"{path}:{line}"
+        return cls(f"{where}: {what}", path, line)
+
+
+@dataclass
+class TraceHeader:
+    max_nodes: int | None = None
+    max_procs: int | None = None
+    unix_start_time: int | None = None
+    lines: list[str] = field(default_factory=list)  # raw `;` lines, no line break
+
+
+@dataclass(frozen=True)
+class EccCommand:
+    """An elastic control command (CWF): change the time or size of an earlier job."""
+
+    job_id: int
+    time: float  # when the command is issued
+    kind: str  # ET / RT: extend / reduce time (s); EP / RP: extend / reduce processors
+    amount: float
+    line: int  # 1-based line in the file it was read from (0 if made in memory)
+
+
+@dataclass(eq=False)
+class Trace:
+    """Every job line of a file, column-wise in file order (see COLUMN_NAMES)."""
+
+    path: str
+    header: TraceHeader
+    columns: dict[str, np.ndarray]
+    eccs: list[EccCommand]
+    skipped: int = 0
+
+    def __len__(self) -> int:
+        return len(self.columns["job_id"])
+
+
+class _LineError(Exception):
+    """A malformed line; the message is the 'expected ..., found ...' sentence."""
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def read_trace(path: str | os.PathLike[str], *, lenient: bool = False) -> Trace:
+    """Read an SWF/CWF/extended trace (gzip if the name ends in .gz).
+
+    Raises TraceError on the first malformed line, or skips and counts such lines when
+    `lenient` is true.
+    """
+    name = os.fsdecode(path)
+    raw = _read_bytes(name)
+    return _Reader(name, lenient, raw.count(b"\n") + 1).run(raw)
+
+
+def _read_bytes(name: str) -> bytes:
+    try:
+        with open(name, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise TraceError.at(name, None, "no such file") from None
+    except OSError as e:
+        raise TraceError.at(name, None, f"cannot be read ({e.strerror})") from None
+    if not name.endswith(".gz"):
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error):
+        raise TraceError.at(
+            name, None, "expected gzip data (the name ends in .gz), found a corrupt file"
+        ) from None
+
+
+class _Reader:
+    def __init__(self, path: str, lenient: bool, capacity: int):
+        self.path = path
+        self.lenient = lenient
+        self.comments: list[str] = []
+        self.eccs: list[EccCommand] = []
+        self.skipped = 0
+        self.seen: set[int] | None = None  # submitted job ids, built at the first ECC
+        self.builder = _ColumnBuilder(capacity)
+
+    def run(self, raw: bytes) -> Trace:
+        lineno = 1
+        for start, end in _chunks(raw, CHUNK_BYTES):
+            chunk = raw[start:end]
+            data, comments = _strip_comments(chunk)
+            self.comments.extend(comments)
+            block = _fast_block(data)
+            if block is None:
+                self._slow_chunk(chunk, lineno)
+            else:
+                self._add_rows(block)
+            lineno += chunk.count(b"\n")
+        return Trace(
+            path=self.path,
+            header=parse_header(self.comments),
+            columns=self.builder.finish(),
+            eccs=self.eccs,
+            skipped=self.skipped,
+        )
+
+    def _add_rows(self, block: np.ndarray) -> None:
+        self.builder.add(block)
+        if self.seen is not None:
+            self.seen.update(block[:, 0].astype(np.int64).tolist())
+
+    def _slow_chunk(self, chunk: bytes, first_line: int) -> None:
+        rows: list[list[float]] = []
+        for i, line in enumerate(chunk.split(b"\n")):
+            toks = line.split()
+            if not toks or toks[0].startswith(b";"):
+                continue
+            try:
+                kind, values = parse_fields(toks)
+                if kind == "S":
+                    rows.append(values)
+                    continue
+                self._flush(rows)  # an ECC may refer to a job earlier in this chunk
+                self.eccs.append(self._ecc(kind, values, len(toks), first_line + i))
+            except _LineError as e:
+                if not self.lenient:
+                    raise TraceError.at(self.path, first_line + i, str(e)) from None
+                self.skipped += 1
+        self._flush(rows)
+
+    def _flush(self, rows: list[list[float]]) -> None:
+        if rows:
+            self._add_rows(np.array(rows, dtype=np.float64))
+            rows.clear()
+
+    def _ecc(self, kind: str, values: list[float], nfields: int, line: int) -> EccCommand:
+        job_id = int(values[0])
+        if self.seen is None:
+            self.seen = set(self.builder.view("job_id").tolist())
+        if job_id not in self.seen:
+            raise _LineError(
+                f"expected a submission (type S) of job {job_id} earlier in the file "
+                f"for this {kind} command, found none"
+            )
+        if nfields <= AMOUNT_FIELD:
+            raise _LineError(f"expected an amount in field 21 for this {kind} command, found none")
+        amount = values[AMOUNT_FIELD]
+        if amount < 0 or (kind in ("EP", "RP") and not amount.is_integer()):
+            what = "whole number of processors" if kind in ("EP", "RP") else "number of seconds"
+            raise _LineError(
+                f"expected a non-negative {what} in field 21 for this {kind} command, "
+                f"found {_show_number(amount)}"
+            )
+        return EccCommand(job_id, values[1], kind, amount, line)
+
+
+def _chunks(raw: bytes, size: int) -> list[tuple[int, int]]:
+    """(start, end) byte ranges of about `size` bytes, each ending at a line break."""
+    out = []
+    start, n = 0, len(raw)
+    while start < n:
+        nl = raw.find(b"\n", start + size) if start + size < n else -1
+        end = n if nl < 0 else nl + 1
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _strip_comments(chunk: bytes) -> tuple[bytes, list[str]]:
+    """The chunk without its `;` comment lines, and those lines as text.
+
+    A `;` after data on the same line stays in the data: the line parser rejects it.
+    """
+    if b";" not in chunk:
+        return chunk, []
+    pieces, comments = [], []
+    kept = 0  # start of the data not yet copied to pieces
+    pos = chunk.find(b";")
+    while pos >= 0:
+        start = chunk.rfind(b"\n", 0, pos) + 1
+        end = chunk.find(b"\n", pos)
+        end = len(chunk) if end < 0 else end + 1
+        if not chunk[start:pos].strip():
+            pieces.append(chunk[kept:start])
+            kept = end
+            line = chunk[start:end].rstrip(b"\r\n")
+            comments.append(line.decode("utf-8", "surrogateescape"))
+        pos = chunk.find(b";", end)
+    pieces.append(chunk[kept:])
+    return b"".join(pieces), comments
+
+
+def _fast_block(data: bytes) -> np.ndarray | None:
+    """All job rows of a comment-free chunk as an (m, F) float64 matrix, or None.
+
+    None means "parse this chunk line by line": an odd field count, anything non-numeric
+    where a number belongs, an ECC line, or non-ASCII bytes (np.loadtxt treats some of
+    those as blanks, the line parser does not).
+    """
+    nfields = _first_field_count(data)
+    if nfields == 0:
+        return np.empty((0, N_SWF))
+    if not N_SWF <= nfields <= N_MAX or not data.isascii():
+        return None
+    letters = nfields > TYPE_FIELD
+    dtype: Any = _struct_dtype(nfields) if letters else np.float64
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = np.loadtxt(io.BytesIO(data), dtype=dtype, comments=None, ndmin=1)
+    except ValueError:
+        return None
+    block = _letters_to_codes(parsed, nfields) if letters else parsed.reshape(-1, nfields)
+    if block is None or not _valid_block(block):
+        return None
+    return block
+
+
+def _first_field_count(data: bytes) -> int:
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        toks = data[pos:end].split()
+        if toks:
+            return len(toks)
+        pos = end + 1
+    return 0
+
+
+def _struct_dtype(nfields: int) -> np.dtype:
+    letter_fields = (TYPE_FIELD, CLASS_FIELD)
+    # U3 is enough: any longer token is cut to 3 characters and then fails validation
+    return np.dtype([(f"f{i}", "U3" if i in letter_fields else "f8") for i in range(nfields)])
+
+
+def _letters_to_codes(parsed: np.ndarray, nfields: int) -> np.ndarray | None:
+    """Structured rows -> float matrix with the class letter as its code in BROMD."""
+    block = np.empty((len(parsed), nfields))
+    for i in range(nfields):
+        if i != TYPE_FIELD and i != CLASS_FIELD:
+            block[:, i] = parsed[f"f{i}"]
+    kinds = parsed[f"f{TYPE_FIELD}"]
+    if not ((kinds == "S") | (kinds == "-1")).all():
+        return None  # ECC lines (or garbage): the line parser records their line numbers
+    block[:, TYPE_FIELD] = -1.0
+    if nfields > CLASS_FIELD:
+        codes = _class_codes(parsed[f"f{CLASS_FIELD}"])
+        if codes is None:
+            return None
+        block[:, CLASS_FIELD] = codes
+    return block
+
+
+def _class_codes(letters: np.ndarray) -> np.ndarray | None:
+    codes = np.full(len(letters), -1.0)
+    codes[letters == "-1"] = 0.0
+    for code, letter in enumerate(CLASS_LETTERS):
+        codes[letters == letter] = code
+    return None if (codes < 0).any() else codes
+
+
+def _valid_block(block: np.ndarray) -> bool:
+    nfields = block.shape[1]
+    numeric = [i for i in _NUMERIC_FIELDS if i < nfields]
+    if not np.isfinite(block[:, numeric]).all():
+        return False
+    ints = block[:, [i for i in _INT_FIELDS if i < nfields]]
+    if not ((ints == np.trunc(ints)) & (np.abs(ints) <= MAX_EXACT_INT)).all():
+        return False
+    if nfields > CKPT_FIELD:
+        ckpt = block[:, CKPT_FIELD]
+        if not ((ckpt == -1) | (ckpt == 0) | (ckpt == 1)).all():
+            return False
+    return True
+
+
+def parse_fields(toks: list[bytes]) -> tuple[str, list[float]]:
+    """One data line -> (request type, the 31 field values; class as its BROMD code).
+
+    Absent trailing fields are -1 (class B). Raises _LineError with the reason.
+    """
+    if not N_SWF <= len(toks) <= N_MAX:
+        raise _LineError(
+            f"expected {N_SWF} to {N_MAX} whitespace-separated fields, found {len(toks)}"
+        )
+    for i, tok in enumerate(toks):
+        if b";" in tok:
+            raise _LineError(
+                f"expected a comment only on a line of its own, found ';' after field {i}"
+            )
+    values = [-1.0] * N_MAX
+    values[CLASS_FIELD] = 0.0
+    kind = "S"
+    for i, tok in enumerate(toks):
+        if i == TYPE_FIELD:
+            kind = _parse_kind(tok)
+        elif i == CLASS_FIELD:
+            values[i] = _parse_class(tok)
+        else:
+            values[i] = _parse_number(tok, i)
+    if values[CKPT_FIELD] not in (-1.0, 0.0, 1.0):
+        raise _LineError(
+            f"expected 1, 0 or -1 in field 23 (checkpointable), found {_show(toks[CKPT_FIELD])}"
+        )
+    return kind, values
+
+
+def _parse_number(tok: bytes, i: int) -> float:
+    where = f"field {i + 1} ({_FIELD_NAMES[i]})"
+    if not _NUMBER.fullmatch(tok):
+        raise _LineError(f"expected a number in {where}, found {_show(tok)}")
+    value = float(tok)
+    if not math.isfinite(value):
+        raise _LineError(f"expected a finite number in {where}, found {_show(tok)}")
+    if i in _INT_FIELDS and not (value.is_integer() and abs(value) <= MAX_EXACT_INT):
+        raise _LineError(f"expected an integer in {where}, found {_show(tok)}")
+    return value
+
+
+def _parse_kind(tok: bytes) -> str:
+    text = tok.decode("ascii", "replace")
+    if text in ECC_KINDS:
+        return text
+    if text == "S" or _is_minus_one(tok):
+        return "S"
+    raise _LineError(
+        f"expected a request type S, ET, RT, EP or RP (or -1) in field 20, found {_show(tok)}"
+    )
+
+
+def _parse_class(tok: bytes) -> float:
+    text = tok.decode("ascii", "replace")
+    if len(text) == 1 and text in CLASS_LETTERS:
+        return float(CLASS_LETTERS.index(text))
+    if _is_minus_one(tok):
+        return 0.0
+    raise _LineError(
+        f"expected a job class letter B, R, O, M or D (or -1) in field 22, found {_show(tok)}"
+    )
+
+
+def _is_minus_one(tok: bytes) -> bool:
+    return bool(_NUMBER.fullmatch(tok)) and float(tok) == -1.0
+
+
+def _show(tok: bytes) -> str:
+    return repr(tok.decode("utf-8", "replace"))
+
+
+def _show_number(value: float) -> str:
+    return repr(_format_number(value))
+
+
+class _ColumnBuilder:
+    """Fills preallocated columns block by block.
+
+    Optional columns (fields 19-31) are only allocated once a value other than "absent"
+    shows up; a column that never gets one ends as a read-only constant array.
+    """
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.n = 0
+        self.arrays: dict[str, np.ndarray | None] = {
+            c.name: (_new_column(c, capacity) if c.field < N_SWF else None) for c in COLUMNS
+        }
+
+    def add(self, block: np.ndarray) -> None:
+        m, nfields = block.shape
+        lo, hi = self.n, self.n + m
+        for col in COLUMNS:
+            if col.field >= nfields:
+                continue
+            values = block[:, col.field]
+            arr = self.arrays[col.name]
+            if arr is None:
+                if (values == _absent_code(col)).all():
+                    continue
+                arr = self.arrays[col.name] = _new_column(col, self.capacity)
+            arr[lo:hi] = _CLASS_ARRAY[values.astype(np.intp)] if col.kind == "c" else values
+        self.n = hi
+
+    def view(self, name: str) -> np.ndarray:
+        arr = self.arrays[name]
+        assert arr is not None
+        return arr[: self.n]
+
+    def finish(self) -> dict[str, np.ndarray]:
+        out = {}
+        for col in COLUMNS:
+            arr = self.arrays[col.name]
+            if arr is None:
+                out[col.name] = absent_column(col.name, self.n)
+            else:
+                arr.resize((self.n,), refcheck=False)  # in place: no second copy
+                out[col.name] = arr
+        return out
+
+
+def _absent_code(col: _Column) -> float:
+    return 0.0 if col.kind == "c" else -1.0
+
+
+def _new_column(col: _Column, n: int) -> np.ndarray:
+    if col.kind == "c":
+        return np.full(n, "B", dtype="<U1")
+    return np.full(n, -1, dtype=np.int64 if col.kind == "i" else np.float64)
+
+
+def absent_column(name: str, n: int) -> np.ndarray:
+    """A read-only column of n "absent" values (-1, class B) that takes no memory."""
+    col = next(c for c in COLUMNS if c.name == name)
+    return np.broadcast_to(_new_column(col, 1), (n,))
+
+
+def parse_header(lines: list[str]) -> TraceHeader:
+    """MaxNodes, MaxProcs and UnixStartTime from `; Key: value` lines (first one wins)."""
+    found: dict[str, int | None] = {}
+    for line in lines:
+        m = _HEADER_KEY.fullmatch(line)
+        if m and m.group(1).lower() in _HEADER_FIELDS and m.group(1).lower() not in found:
+            found[m.group(1).lower()] = _header_int(m.group(2))
+    positive = {k: v if v is not None and v > 0 else None for k, v in found.items()}
+    return TraceHeader(
+        max_nodes=positive.get("maxnodes"),
+        max_procs=positive.get("maxprocs"),
+        unix_start_time=found.get("unixstarttime"),
+        lines=list(lines),
+    )
+
+
+_HEADER_FIELDS = {"maxnodes": "MaxNodes", "maxprocs": "MaxProcs", "unixstarttime": "UnixStartTime"}
+
+
+def _header_int(text: str) -> int | None:
+    return int(float(text)) if _HEADER_INT.fullmatch(text) else None
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
+    """Write `trace` as SWF (18 fields) or, if any field 19-31 or ECC is used, 31 fields.
+
+    Header comment lines come first, then the job lines in column order, then the ECC
+    lines in list order (so every ECC follows its job's submission). gzip if .gz.
+    """
+    name = os.fsdecode(path)
+    n = len(trace)
+    wide = uses_extension(trace)
+    lines = [line + "\n" for line in _header_lines(trace.header)]
+    fields = [_format_column(trace.columns, col, n) for col in COLUMNS if wide or col.field < 18]
+    if wide:
+        fields[TYPE_FIELD:TYPE_FIELD] = [["S"] * n, ["-1"] * n]
+    lines.extend(" ".join(row) + "\n" for row in zip(*fields, strict=True))
+    lines.extend(_ecc_line(e) + "\n" for e in trace.eccs)
+    data = "".join(lines).encode("utf-8", "surrogateescape")
+    if name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    with open(name, "wb") as f:
+        f.write(data)
+
+
+def uses_extension(trace: Trace) -> bool:
+    """True if any job uses a field beyond 18 (or there are ECCs): write 31 fields."""
+    if trace.eccs:
+        return True
+    for col in COLUMNS:
+        if col.field >= N_SWF and col.name in trace.columns:
+            values = trace.columns[col.name]
+            if (values != ("B" if col.kind == "c" else -1)).any():
+                return True
+    return False
+
+
+def _header_lines(header: TraceHeader) -> list[str]:
+    """header.lines, with the MaxNodes/MaxProcs/UnixStartTime lines matching its fields."""
+    lines = list(header.lines or [])
+    wanted = {
+        "maxnodes": header.max_nodes,
+        "maxprocs": header.max_procs,
+        "unixstarttime": header.unix_start_time,
+    }
+    current = parse_header(lines)
+    have = {
+        "maxnodes": current.max_nodes,
+        "maxprocs": current.max_procs,
+        "unixstarttime": current.unix_start_time,
+    }
+    for key, value in wanted.items():
+        if value is None or have[key] == value:
+            continue
+        text = f"; {_HEADER_FIELDS[key]}: {value}"
+        index = _header_line_index(lines, key)
+        if index is None:
+            lines.append(text)
+        else:
+            lines[index] = text
+    return lines
+
+
+def _header_line_index(lines: list[str], key: str) -> int | None:
+    for i, line in enumerate(lines):
+        m = _HEADER_KEY.fullmatch(line)
+        if m and m.group(1).lower() == key:
+            return i
+    return None
+
+
+def _format_column(columns: dict[str, np.ndarray], col: _Column, n: int) -> list[str]:
+    values = columns.get(col.name)
+    if values is None:
+        values = absent_column(col.name, n)
+    if n and values.strides == (0,):  # constant column
+        return [_format_value(values[0], col)] * n
+    if col.kind == "c":
+        return [str(v) for v in values.tolist()]
+    if col.kind == "i":
+        return values.astype(np.int64).astype(str).tolist()
+    whole = (values == np.trunc(values)) & (np.abs(values) <= MAX_EXACT_INT)
+    if whole.all():
+        return values.astype(np.int64).astype(str).tolist()
+    return [_format_number(v) for v in values.tolist()]
+
+
+def _format_value(value: Any, col: _Column) -> str:
+    if col.kind == "c":
+        return str(value)
+    if col.kind == "i":
+        return str(int(value))
+    return _format_number(float(value))
+
+
+def _format_number(value: float) -> str:
+    """Whole numbers without a decimal point; others in the shortest exact form."""
+    if value.is_integer() and abs(value) <= MAX_EXACT_INT:
+        return str(int(value))
+    return repr(value)
+
+
+def _ecc_line(ecc: EccCommand) -> str:
+    fields = ["-1"] * N_MAX
+    fields[0] = str(int(ecc.job_id))
+    fields[1] = _format_number(float(ecc.time))
+    fields[TYPE_FIELD] = ecc.kind
+    fields[AMOUNT_FIELD] = _format_number(float(ecc.amount))
+    return " ".join(fields)
