@@ -93,8 +93,8 @@ def _notice_of(cols: dict[str, np.ndarray], i: int):
 def _fmt(value: float) -> str:
     """Integral values as integers, others with millisecond precision (deterministic)."""
     if value.is_integer():
-        return "%d" % value
-    return "%.3f" % value
+        return str(int(value))
+    return f"{value:.3f}"
 
 
 def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray],

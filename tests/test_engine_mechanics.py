@@ -11,7 +11,15 @@ import pytest
 
 from schedd.core.checkpoint import CheckpointPolicy, app_interval, daly_interval, hybrid_cost
 from schedd.core.cluster import CheckpointModel, NodePool
-from schedd.core.decisions import DecisionError, Preempt, PreemptMode, Release, Reserve, Resize, Start
+from schedd.core.decisions import (
+    DecisionError,
+    Preempt,
+    PreemptMode,
+    Release,
+    Reserve,
+    Resize,
+    Start,
+)
 from schedd.core.engine import Ecc, Engine, EngineOptions
 from schedd.core.job import JobClass, JobSpec, JobState, Notice
 from schedd.core.lifecycle import IllegalTransition, transition

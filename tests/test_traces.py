@@ -76,7 +76,9 @@ def test_extension_fields(tmp_path):
 
 
 def test_lines_may_stop_after_19_or_21_fields_and_mix(tmp_path):
-    t = read_trace(write(tmp_path / "a.cwf", row(1, tail=(77,)), row(2, tail=(-1, "S", -1)), row(3)))
+    t = read_trace(
+        write(tmp_path / "a.cwf", row(1, tail=(77,)), row(2, tail=(-1, "S", -1)), row(3))
+    )
     assert list(t.columns["req_start"]) == [77, -1, -1]
     assert list(t.columns["job_class"]) == ["B", "B", "B"]
 
@@ -280,7 +282,9 @@ def test_error_ecc_fractional_processors(tmp_path):
 
 def test_error_inline_comment(tmp_path):
     msg = _error(tmp_path, row(1) + " ; note")
-    assert msg == "bad.swf:1: expected a comment only on a line of its own, found ';' after field 18"
+    assert (
+        msg == "bad.swf:1: expected a comment only on a line of its own, found ';' after field 18"
+    )
 
 
 def test_error_non_ascii_in_data(tmp_path):

@@ -88,7 +88,8 @@ def _data_lines(path: Path) -> list[str]:
 
 # ------------------------------------------------------------------- fast path == line parser
 
-NUMBERS = ["1", "2", "-1", "0", "2.5", "-1.00", "+3", ".5", "7.", "1e3", "1E-2", "3600"]
+WHOLE = ["1", "2", "-1", "0", "-1.00", "+3", "7.", "1e3", "3600", "-0"]
+NUMBERS = WHOLE + ["2.5", ".5", "1E-2", "-7.25e+2"]
 JUNK = ["nan", "inf", "x", "0x1", "1_0", ";", ";c", "1e999", "S", "B", "\u00a01", "-"]
 KINDS = ["S"] * 6 + ["-1", "ET", "RT", "EP", "RP"]
 CLASSES = ["B", "R", "O", "M", "D", "-1"]
@@ -116,7 +117,8 @@ def lines(draw) -> str:
         elif i == swf_module.AMOUNT_FIELD and toks[-1] not in ("S", "-1"):
             toks.append(draw(st.sampled_from(["5", "60", "2", "0"])))  # a valid ECC amount
         else:
-            toks.append(draw(st.sampled_from(NUMBERS)))
+            whole = i in swf_module._INT_FIELDS
+            toks.append(draw(st.sampled_from(WHOLE if whole else NUMBERS)))
     if draw(st.integers(0, 5)) == 0:  # spoil one token
         i = draw(st.integers(0, k - 1))
         toks[i] = draw(st.sampled_from(JUNK + BAD_LETTERS + ["2"]))

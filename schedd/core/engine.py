@@ -160,6 +160,8 @@ class Engine:
                       "failures_ignored": 0, "repairs": 0, "decisions": 0}
         self.ecc_log: list[tuple[Ecc, str]] = []  # (command, outcome)
         self._source: Iterator[JobSpec] | None = None
+        self._pending_source: JobSpec | None = None
+        self._pending_ecc: Ecc | None = None
         self._ecc_source: Iterator[Ecc] | None = None
         self._down_units: dict[int, float] = {}  # unit (or pool repair key) -> since
         self._repair_seq = 0
@@ -172,7 +174,8 @@ class Engine:
         from .view import View  # view.py imports engine types for annotations only
 
         self._view = View(self)
-        if self.options.mtbf_s > 0:
+        self._failures_armed = self.options.mtbf_s > 0
+        if self._failures_armed:
             self.events.push(self.rng.expovariate(1.0 / self.options.mtbf_s), Ev.FAILURE, None)
 
     # ------------------------------------------------------------------ stimuli
@@ -320,6 +323,8 @@ class Engine:
         self._seen_ids.add(spec.id)
         if self.first_submit is None:
             self.first_submit = self.now
+        if not self._failures_armed and self.options.mtbf_s > 0:
+            self._arm_failures()
         job = Job(
             spec.id, spec.submit, spec.nodes, spec.walltime, spec.user, spec.project,
             spec.job_class, spec.min_nodes, spec.checkpointable, spec.requested_start,
@@ -547,10 +552,9 @@ class Engine:
     def _begin_checkpoint(self, x: _Exec, mode: PreemptMode) -> None:
         job = x.job
         self._close_segment(x, self.now)
-        if mode is PreemptMode.JIT:
-            duration = self._restart_cost(x)  # write time = read time (eqs. 16-17)
-        else:
-            duration = self.options.warning_s
+        # JIT: write time = read time (eqs. 16-17); a warning lasts its fixed length.
+        jit = mode is PreemptMode.JIT
+        duration = self._restart_cost(x) if jit else self.options.warning_s
         self._remove_end(job)
         transition(job, JobState.CHECKPOINTING, self.now, f"preempt:{mode.value}")
         self.n_checkpointing += 1
@@ -711,6 +715,9 @@ class Engine:
     def _failure(self) -> None:
         """A node failure at a uniformly drawn failure unit (node or midplane)."""
         opts = self.options
+        if not self._work_remains():
+            self._failures_armed = False  # stop, or the simulation would never end
+            return
         self.events.push(self.now + self.rng.expovariate(1.0 / opts.mtbf_s), Ev.FAILURE, None)
         self.stats["failures"] += 1
         unit = self.rng.randrange(self.cluster.failure_units)
@@ -726,6 +733,16 @@ class Engine:
             return
         self._down_units[key] = self.now
         self.events.push(self.now + self.rng.expovariate(1.0 / opts.mttr_s), Ev.REPAIR, key)
+
+    def _work_remains(self) -> bool:
+        return bool(self.jobs) or self._pending_source is not None
+
+    def _arm_failures(self) -> None:
+        """(Re)start the failure process when work arrives after it stopped."""
+        if self.options.mtbf_s > 0 and not self._failures_armed:
+            self._failures_armed = True
+            self.events.push(self.now + self.rng.expovariate(1.0 / self.options.mtbf_s),
+                             Ev.FAILURE, None)
 
     def _unit_owner(self, unit: int) -> tuple[_Exec | str | None, int]:
         """(the job holding failure unit `unit`, "ignored", or None if free; repair key)."""
@@ -900,7 +917,7 @@ class Engine:
             raise DecisionError("a reservation needs nodes >= 1 or a block")
         if alloc is None:
             raise DecisionError(
-                f"cannot reserve {d.nodes if d.block is None else 'block %d' % d.block}: "
+                f"cannot reserve {d.nodes if d.block is None else f'block {d.block}'}: "
                 f"{self.state.free_nodes} nodes free"
             )
         self.reservations[d.key] = Reservation(d.key, alloc, self.state.carve(alloc), self.now)

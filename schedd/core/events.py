@@ -6,8 +6,8 @@ of equal time and priority keep insertion order — never hash order.
 
 from __future__ import annotations
 
-import heapq
 import enum
+import heapq
 from typing import Any
 
 

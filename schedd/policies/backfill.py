@@ -31,7 +31,8 @@ def retake(state: ClusterState, alloc: Allocation) -> Allocation | None:
     return state.allocate_block(alloc.block) if alloc.block >= 0 else state.allocate(alloc.nodes)
 
 
-def releases(view: View, started: list[tuple[Job, Allocation]]) -> list[tuple[float, int, Allocation]]:
+def releases(view: View, started: list[tuple[Job, Allocation]]
+             ) -> list[tuple[float, int, Allocation]]:
     """(predicted end, tie, allocation) of everything holding nodes, ascending."""
     now = view.now
     running = view.running

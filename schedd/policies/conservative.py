@@ -35,8 +35,8 @@ class Conservative(Policy):
         decisions: list[Decision] = []
         now = view.now
         queue = eligible_queue(view, decisions)
-        if not queue:
-            return decisions
+        if not queue or view.free_nodes == 0:
+            return decisions  # a pass only ever starts jobs now; nothing can start
         # Breakpoints: now and every predicted release, with the free state from then on.
         times = [now]
         states = [view.free_state()]
@@ -47,6 +47,8 @@ class Conservative(Policy):
                 states.append(states[-1].copy())
             states[-1].release(alloc)
         for job in queue:
+            if states[0].free_nodes == 0:
+                break  # later reservations cannot make anything start now
             start_i, alloc = self._earliest(job.nodes, job.walltime, times, states)
             if start_i == 0:
                 decisions.append(Start(job.id, block=alloc.block if alloc.block >= 0 else None))
