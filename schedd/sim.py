@@ -17,7 +17,7 @@ import numpy as np
 
 from .core.cluster import Cluster
 from .core.engine import Ecc, Engine, EngineOptions
-from .core.results import CLASS_CODES, COLUMNS, STATE_CODES
+from .core.results import CLASS_CODES, COLUMNS, STATE_CODES, ResultTable
 from .core.validate import validate
 from .metrics import MetricOptions, summarize
 from .policies import Policy
@@ -58,6 +58,7 @@ def simulate(
     progress: Callable[[int], None] | None = None,
 ) -> RunResult:
     engine = Engine(cluster, policy, seed=seed, options=engine_options)
+    engine.results = ResultTable.empty(len(trace))
     cols = trace.columns
     if "notice_time" in cols:
         for i in np.flatnonzero(cols["notice_time"] >= 0):
@@ -75,9 +76,10 @@ def simulate(
             progress(len(engine.results))
     if progress is not None:
         progress(len(engine.results))
-    arrays = engine.results.arrays()
+    arrays = engine.results.arrays(copy=False)
     order = np.lexsort((arrays["id"], arrays["submit"]))
-    arrays = {name: col[order] for name, col in arrays.items()}
+    for col in arrays.values():
+        col[:] = col[order]  # in place, one column at a time: small peak memory
     summary = summarize(arrays, total_nodes=cluster.total_nodes,
                         options=metric_options or MetricOptions())
     return RunResult(arrays, summary, engine)
@@ -97,29 +99,30 @@ def _fmt(value: float) -> str:
     return f"{value:.3f}"
 
 
+CHUNK = 65_536  # rows formatted at a time: keeps a million-job write small in memory
+
+
 def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray],
                    header_lines: list[str]) -> None:
     """One SWF line per job: 2 submit, 3 wait to first start, 4 executed runtime, 5 nodes
     held, 8-9 as requested in the trace, 11 status, 12-13 user/group, 15 queue."""
     cols = trace.columns
-    position = {int(j): k for k, j in enumerate(cols["job_id"].tolist())}
-    take = np.array([position[j] for j in res["id"].tolist()], dtype=np.int64)
+    order = np.argsort(cols["job_id"], kind="stable")
+    take = order[np.searchsorted(cols["job_id"], res["id"], sorter=order)]
     status = np.array([_SWF_STATUS[name] for name in STATE_CODES])[res["final_state"]]
-    fields = [
-        _column_text(res["id"]), _column_text(res["submit"]), _column_text(res["wait"]),
-        _column_text(res["executed"]), _column_text(res["alloc_nodes"]),
-        _column_text(cols["req_procs"][take].astype(np.float64)),
-        _column_text(cols["req_time"][take].astype(np.float64)),
-        _column_text(status), _column_text(res["user"]), _column_text(res["project"]),
-        _column_text(res["queue"]),
-    ]
+    columns = [res["id"], res["submit"], res["wait"], res["executed"], res["alloc_nodes"],
+               cols["req_procs"][take].astype(np.float64),
+               cols["req_time"][take].astype(np.float64), status, res["user"],
+               res["project"], res["queue"]]
     with open(path, "w") as out:
         for line in header_lines:
             out.write(f";{line}\n" if not line.startswith(";") else f"{line}\n")
-        out.writelines(
-            f"{i} {sub} {wait} {run} {nodes} -1 -1 {rp} {rt} -1 {st} {u} {g} -1 {q} -1 -1 -1\n"
-            for i, sub, wait, run, nodes, rp, rt, st, u, g, q in zip(*fields, strict=True)
-        )
+        for lo in range(0, len(res["id"]), CHUNK):
+            fields = [_column_text(c[lo:lo + CHUNK]) for c in columns]
+            out.writelines(
+                f"{i} {sub} {wait} {run} {n} -1 -1 {rp} {rt} -1 {st} {u} {g} -1 {q} -1 -1 -1\n"
+                for i, sub, wait, run, n, rp, rt, st, u, g, q in zip(*fields, strict=True)
+            )
 
 
 def _column_text(col: np.ndarray) -> list[str]:
@@ -133,12 +136,13 @@ def _column_text(col: np.ndarray) -> list[str]:
 def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
     """Every result column, one row per job (values have no commas: no quoting needed)."""
     names = list(COLUMNS)
-    texts = [_column_text(res[name]) for name in names]
-    texts.append([CLASS_CODES[c] for c in res["job_class"].tolist()])
-    texts.append([STATE_CODES[s] for s in res["final_state"].tolist()])
     with open(path, "w") as out:
         out.write(",".join(names + ["class", "state"]) + "\n")
-        out.writelines(",".join(row) + "\n" for row in zip(*texts, strict=True))
+        for lo in range(0, len(res["id"]), CHUNK):
+            texts = [_column_text(res[name][lo:lo + CHUNK]) for name in names]
+            texts.append([CLASS_CODES[c] for c in res["job_class"][lo:lo + CHUNK].tolist()])
+            texts.append([STATE_CODES[s] for s in res["final_state"][lo:lo + CHUNK].tolist()])
+            out.writelines(",".join(row) + "\n" for row in zip(*texts, strict=True))
 
 
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,

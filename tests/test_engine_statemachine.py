@@ -358,8 +358,9 @@ class EngineMachine(RuleBasedStateMachine):
             job = data.draw(st.sampled_from(list(e.queue)), label="job")
         nodes = None
         if job.malleable:
-            nodes = data.draw(st.one_of(st.none(), st.integers(job.min_nodes - 1,
-                                                               job.nodes + 1)), label="n")
+            nodes = data.draw(st.one_of(st.none(), st.just(job.min_nodes),
+                                        st.integers(job.min_nodes - 1, job.nodes + 1)),
+                              label="n")
         elif data.draw(st.integers(0, 9), label="odd") == 0:
             nodes = data.draw(st.integers(0, job.nodes + 1), label="n")
         block = None

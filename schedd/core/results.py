@@ -6,9 +6,6 @@ turns the columns into NumPy arrays for the metrics and writers.
 
 from __future__ import annotations
 
-from array import array
-from dataclasses import dataclass
-
 import numpy as np
 
 # Column name -> array typecode ('q' = int64, 'd' = float64). Order is the CSV order.
@@ -48,22 +45,23 @@ CLASS_CODES = ("B", "R", "O", "M", "D")
 STATE_CODES = ("completed", "killed", "cancelled", "failed")
 
 
-@dataclass
 class ResultTable:
-    """Columns plus a small buffer of recent rows (moved into the columns in bulk, which is
-    much cheaper than one append per column per job)."""
-
-    columns: dict[str, array]
+    """Preallocated NumPy columns plus a small buffer of recent rows, moved into the columns
+    in bulk (far cheaper than one store per column per job). Capacity doubles when needed;
+    the simulator sizes it to the trace so a million-job run allocates each column once."""
 
     FLUSH_ROWS = 4096
 
-    def __post_init__(self) -> None:
-        self._order = [self.columns[name] for name in COLUMNS]
+    def __init__(self, capacity: int = 1024):
+        self._capacity = max(capacity, 1)
+        self._cols = {name: np.empty(self._capacity, dtype=_DTYPES[code])
+                      for name, code in COLUMNS.items()}
+        self._n = 0
         self._pending: list[tuple[float, ...]] = []
 
     @classmethod
-    def empty(cls) -> ResultTable:
-        return cls({name: array(code) for name, code in COLUMNS.items()})
+    def empty(cls, capacity: int = 1024) -> ResultTable:
+        return cls(capacity)
 
     def append(self, row: tuple[float, ...]) -> None:
         """One row with a value per column, in COLUMNS order."""
@@ -72,28 +70,37 @@ class ResultTable:
             self._flush()
 
     def _flush(self) -> None:
-        if self._pending:
-            for col, values in zip(self._order, zip(*self._pending, strict=True), strict=True):
-                col.extend(values)
-            self._pending.clear()
+        pending = self._pending
+        if not pending:
+            return
+        n, m = self._n, len(pending)
+        if n + m > self._capacity:
+            self._grow(max(2 * self._capacity, n + m))
+        for col, values in zip(self._cols.values(), zip(*pending, strict=True), strict=True):
+            col[n:n + m] = values
+        self._n = n + m
+        pending.clear()
+
+    def _grow(self, capacity: int) -> None:
+        for name, col in self._cols.items():
+            bigger = np.empty(capacity, dtype=col.dtype)
+            bigger[:self._n] = col[:self._n]
+            self._cols[name] = bigger
+        self._capacity = capacity
 
     def __len__(self) -> int:
-        return len(self.columns["id"]) + len(self._pending)
+        return self._n + len(self._pending)
 
-    def arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self, copy: bool = True) -> dict[str, np.ndarray]:
+        """Every column as a NumPy array of the rows so far (views when copy=False)."""
         self._flush()
-        return {name: np.frombuffer(col, dtype=col.typecode).copy() if len(col) else
-                np.zeros(0, dtype="int64" if col.typecode == "q" else "float64")
-                for name, col in self.columns.items()}
+        n = self._n
+        return {name: col[:n].copy() if copy else col[:n] for name, col in self._cols.items()}
 
-    def column(self, name: str) -> array:
-        """One column, up to date (flushes pending rows)."""
+    def column(self, name: str) -> np.ndarray:
+        """One column, up to date (a view)."""
         self._flush()
-        return self.columns[name]
+        return self._cols[name][:self._n]
 
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> ResultTable:
-        table = cls.empty()
-        for name, col in table.columns.items():
-            col.extend(arrays[name].tolist())
-        return table
+
+_DTYPES = {"q": np.int64, "d": np.float64}

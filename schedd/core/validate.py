@@ -86,10 +86,10 @@ def problems(e: Engine) -> list[str]:
     results = e.results
     cols = {name: results.column(name) for name in ("id", "busy_node_s", "useful_node_s",
             "lost_node_s", "ckpt_node_s", "restart_node_s", "setup_node_s")}
-    finished = sum(cols["busy_node_s"])
+    finished = float(cols["busy_node_s"].sum())
     if not _close(e.busy_integral(), finished + live):
         out.append(f"node-seconds: clock {e.busy_integral()} != jobs {finished + live}")
-    if cols["id"]:
+    if len(cols["id"]):
         i = len(cols["id"]) - 1
         parts = (cols["useful_node_s"][i] + cols["lost_node_s"][i] + cols["ckpt_node_s"][i]
                  + cols["restart_node_s"][i] + cols["setup_node_s"][i])
