@@ -292,13 +292,15 @@ class EngineMachine(RuleBasedStateMachine):
         else:
             job_id = self.some_job_id(data)
         kind = data.draw(st.sampled_from([*ECC_KINDS, *ECC_KINDS, "XX"]), label="kind")
-        if kind in ("EP", "RP"):
-            amount = float(data.draw(st.one_of(
-                st.integers(1, 4), node_counts(self.cluster), st.sampled_from([0, -1])),
-                label="amount"))
-        else:
-            amount = float(data.draw(st.one_of(times, st.sampled_from([0, -1, 0.5])),
+        odd = data.draw(st.integers(0, 5), label="odd-amount") == 0
+        if odd:
+            amount = data.draw(st.sampled_from([0.0, -1.0, 0.5]), label="amount")
+        elif kind in ("EP", "RP"):
+            amount = float(data.draw(st.one_of(st.integers(1, 3), node_counts(self.cluster))
+                                     if self.is_pool else node_counts(self.cluster),
                                      label="amount"))
+        else:
+            amount = float(data.draw(times, label="amount"))
         if data.draw(st.integers(0, 3), label="later") == 0:
             e.elastic(Ecc(job_id, e.now + data.draw(st.integers(1, 2000)), kind, amount))
             return
@@ -337,6 +339,7 @@ class EngineMachine(RuleBasedStateMachine):
             assert job.nodes == nodes0 + delta
             assert job.min_nodes <= job.nodes
             if state0 is JobState.RUNNING and job.state is JobState.RUNNING:
+                event(f"ecc {kind} on running {'malleable' if job.malleable else 'rigid'}")
                 assert job.alloc_nodes == alloc0 + delta
                 if job.malleable and job.alloc_nodes < job.min_nodes:
                     # Known engine bug (test_rp_shrinks_running_malleable_job_below_min):

@@ -97,6 +97,15 @@ class ResultTable:
         n = self._n
         return {name: col[:n].copy() if copy else col[:n] for name, col in self._cols.items()}
 
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> ResultTable:
+        n = len(arrays["id"])
+        table = cls(n)
+        for name, col in table._cols.items():
+            col[:n] = arrays[name]
+        table._n = n
+        return table
+
     def column(self, name: str) -> np.ndarray:
         """One column, up to date (a view)."""
         self._flush()
