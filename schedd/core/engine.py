@@ -100,7 +100,7 @@ class _Exec:
         "since_ckpt_ns", "since_ckpt_wall", "since_zero_ns", "since_zero_wall", "res_key",
         "ckpt_start", "ckpt_end", "ckpt_mode", "ecc_count", "busy_ns", "useful_ns", "lost_ns",
         "ckpt_ns", "restart_ns", "setup_ns", "t_ckpt", "t_pre", "executed", "checkpoints",
-        "failures", "first_alloc", "orig_walltime", "owner_system",
+        "failures", "first_alloc", "orig_walltime", "owner_system", "used_nodes",
     )
 
     def __init__(self, job: Job, spec: JobSpec):
@@ -128,6 +128,7 @@ class _Exec:
         self.first_alloc = 0
         self.orig_walltime = spec.walltime
         self.owner_system = True
+        self.used_nodes = 0  # nodes the job computes on (a partition may hold more)
 
 
 class Engine:
@@ -415,15 +416,18 @@ class Engine:
         x.seg_restart = restart
         x.c0 = now + setup + restart
         spec = x.spec
-        x.speed = job.alloc_nodes / spec.nodes if spec.malleable else 1.0
+        # Linear speedup on the nodes the job uses, not the partition around them.
+        x.speed = x.used_nodes / spec.nodes if spec.malleable else 1.0
         policy = self.options.checkpoint
         x.owner_system = policy.owner_is_system
-        if spec.checkpointable and policy.periodic != "none":
+        periodic = policy.periodic
+        if not spec.checkpointable or periodic == "none" or (
+                periodic == "trace" and spec.ckpt_interval <= 0):
+            x.interval = None  # the common case: skip the cost model
+        else:
             x.ckpt_cost = policy.cost(self.cluster.checkpoint_model, job.alloc_nodes,
                                       spec.ckpt_gb_per_node)
             x.interval = policy.interval(job.walltime, x.ckpt_cost, spec.ckpt_interval)
-        else:
-            x.interval = None
         self._schedule_finish(x)
 
     def _schedule_finish(self, x: _Exec) -> None:
@@ -469,9 +473,27 @@ class Engine:
         x.last_ckpt_work = last
         return work
 
+    def _resegment(self, x: _Exec) -> float:
+        """Account the running segment up to now and continue in a new one that keeps any
+        setup or restart read still to do (used when the size or the target changes, so
+        the past is never recomputed). A periodic checkpoint cut in the middle is wasted
+        and taken again from its start. Returns the work reached."""
+        now = self.now
+        setup_end = x.seg_start + x.seg_setup
+        setup_left = max(0.0, setup_end - now)
+        restart_left = max(0.0, x.c0 - max(now, setup_end))
+        work = self._close_segment(x, now)
+        x.seg_start = now
+        x.seg_setup = setup_left
+        x.seg_restart = restart_left
+        x.c0 = now + setup_left + restart_left
+        return work
+
     # ------------------------------------------------------------------ lifecycle
-    def _start(self, x: _Exec, alloc: Allocation, res_key: str | None, cause: str) -> None:
+    def _start(self, x: _Exec, alloc: Allocation, nodes: int, res_key: str | None,
+               cause: str) -> None:
         job = x.job
+        x.used_nodes = nodes
         self._dequeue(job)
         transition(job, JobState.RUNNING, self.now, cause)
         job.alloc_nodes = alloc.nodes
@@ -660,7 +682,7 @@ class Engine:
             if self.options.ecc_changes_runtime:
                 x.work_total = max(x.work_total + sign * ecc.amount, 1e-9)
             if job.state is JobState.RUNNING:
-                work = self._progress(x, self.now)[0]
+                work = self._resegment(x)
                 x.target = max(min(x.work_total, walltime), work)
                 self._schedule_finish(x)
             else:
@@ -671,8 +693,15 @@ class Engine:
             if self.cluster.alloc_size(nodes) is None:
                 return f"rejected: {nodes} nodes do not fit {self.cluster.name}"
             if job.state is JobState.RUNNING:
+                # A rigid job grows or shrinks by the amount; a malleable job only shrinks
+                # if it now runs above its new maximum (growing is the policy's choice).
+                if job.malleable:
+                    size = min(x.used_nodes, nodes)
+                else:
+                    size = x.used_nodes + delta
                 try:
-                    self._resize_running(x, job.alloc_nodes + delta)
+                    if size != x.used_nodes:
+                        self._resize_running(x, size)
                 except DecisionError as err:
                     return f"rejected: {err}"
             job.nodes = nodes
@@ -697,16 +726,15 @@ class Engine:
                 f"job {job.id} cannot grow by {nodes - old.nodes} nodes: "
                 f"{pool.free_nodes} are free"
             )
-        self._close_segment(x, self.now)
         pool.release(old)
         new = pool.allocate(nodes)
         assert new is not None
+        # A resize adds no overhead: the segment so far is accounted at the old size and
+        # the rest continues at the new one.
+        self._resegment(x)
         job.allocation = new
         job.alloc_nodes = nodes
-        # A resize is a new segment without setup: linear speedup, no overhead.
-        x.seg_start = self.now
-        x.seg_setup = x.seg_restart = 0.0
-        x.c0 = self.now
+        x.used_nodes = nodes
         if x.spec.malleable:
             x.speed = nodes / x.spec.nodes
         self._schedule_finish(x)
@@ -875,7 +903,7 @@ class Engine:
             pool.release(alloc)
             raise DecisionError(f"block {d.block} has {alloc.nodes} nodes; job {job.id} "
                                 f"needs {nodes}")
-        self._start(x, alloc, d.reservation, "decision:start")
+        self._start(x, alloc, nodes, d.reservation, "decision:start")
 
     def _apply_preempt(self, d: Preempt) -> None:
         x = self._live(d.job_id)
