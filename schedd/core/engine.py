@@ -695,10 +695,7 @@ class Engine:
             if job.state is JobState.RUNNING:
                 # A rigid job grows or shrinks by the amount; a malleable job only shrinks
                 # if it now runs above its new maximum (growing is the policy's choice).
-                if job.malleable:
-                    size = min(x.used_nodes, nodes)
-                else:
-                    size = x.used_nodes + delta
+                size = min(x.used_nodes, nodes) if job.malleable else x.used_nodes + delta
                 try:
                     if size != x.used_nodes:
                         self._resize_running(x, size)
