@@ -319,6 +319,7 @@ class EngineMachine(RuleBasedStateMachine):
         x = e._x.get(job_id)
         in_res = x is not None and x.res_key is not None
         free_before = e.state.free_nodes
+        alone = all(ev[0] > e.now for ev in e.events._heap)  # nothing else happens now
         n = len(e.ecc_log)
         ecc = Ecc(job_id, e.now, kind, amount)
         e.elastic(ecc)
@@ -354,7 +355,7 @@ class EngineMachine(RuleBasedStateMachine):
                 want = min(alloc0, job.nodes) if job.malleable else alloc0 + delta
                 if self.is_pool:
                     assert job.alloc_nodes == want
-                    if not in_res:
+                    if not in_res and alone:
                         assert e.state.free_nodes == free_before - (want - alloc0)
                 else:  # partitions cannot be resized: only what needs no resize applies
                     assert job.alloc_nodes == alloc0
@@ -654,9 +655,9 @@ class EngineMachine(RuleBasedStateMachine):
             assert job.allocation is None and job.alloc_nodes == 0
 
 
-SETTINGS = settings(
-    max_examples=100,
-    stateful_step_count=100,
+SETTINGS = settings(  # the whole file: ~30 s on 2 cores
+    max_examples=80,
+    stateful_step_count=80,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

@@ -43,6 +43,16 @@ from .lifecycle import transition
 from .results import CLASS_CODES, STATE_CODES, ResultTable
 
 ECC_KINDS = ("ET", "RT", "EP", "RP")
+# Plain names for the states (Enum attribute access is slow on the hot path).
+QUEUED, RUNNING, CHECKPOINTING, PREEMPTED = (
+    JobState.QUEUED, JobState.RUNNING, JobState.CHECKPOINTING, JobState.PREEMPTED)
+COMPLETED, KILLED, CANCELLED, FAILED = (
+    JobState.COMPLETED, JobState.KILLED, JobState.CANCELLED, JobState.FAILED)
+(EV_FINISH, EV_CKPT_DONE, EV_REPAIR, EV_FAILURE, EV_ECC, EV_NOTICE, EV_SUBMIT, EV_CANCEL,
+ EV_WAKE) = (Ev.FINISH, Ev.CKPT_DONE, Ev.REPAIR, Ev.FAILURE, Ev.ECC, Ev.NOTICE, Ev.SUBMIT,
+            Ev.CANCEL, Ev.WAKE)
+_CLASS_INDEX = {c: CLASS_CODES.index(c.value) for c in JobClass}
+_STATE_INDEX = {s: STATE_CODES.index(s.value) for s in (COMPLETED, KILLED, CANCELLED, FAILED)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +187,7 @@ class Engine:
         self._view = View(self)
         self._failures_armed = self.options.mtbf_s > 0
         if self._failures_armed:
-            self.events.push(self.rng.expovariate(1.0 / self.options.mtbf_s), Ev.FAILURE, None)
+            self.events.push(self.rng.expovariate(1.0 / self.options.mtbf_s), EV_FAILURE, None)
 
     # ------------------------------------------------------------------ stimuli
     def feed(self, specs: Iterable[JobSpec]) -> None:
@@ -192,26 +202,26 @@ class Engine:
     def submit(self, spec: JobSpec) -> None:
         """Submit one job at max(spec.submit, now)."""
         self._check_spec(spec)
-        self.events.push(max(spec.submit, self.now), Ev.SUBMIT, spec)
+        self.events.push(max(spec.submit, self.now), EV_SUBMIT, spec)
 
     def notice(self, job_id: int, notice: Notice) -> None:
-        self.events.push(max(notice.time, self.now), Ev.NOTICE, (job_id, notice))
+        self.events.push(max(notice.time, self.now), EV_NOTICE, (job_id, notice))
 
     def elastic(self, ecc: Ecc) -> None:
-        self.events.push(max(ecc.time, self.now), Ev.ECC, ecc)
+        self.events.push(max(ecc.time, self.now), EV_ECC, ecc)
 
     def cancel(self, job_id: int) -> None:
-        self.events.push(self.now, Ev.CANCEL, job_id)
+        self.events.push(self.now, EV_CANCEL, job_id)
 
     def checkpoint_done(self, job_id: int) -> None:
         """A job agent reports its preemption checkpoint finished (daemon path)."""
         job = self.jobs.get(job_id)
-        if job is None or job.state is not JobState.CHECKPOINTING:
+        if job is None or job.state is not CHECKPOINTING:
             raise DecisionError(f"job {job_id} was not asked to checkpoint")
-        self.events.push(self.now, Ev.CKPT_DONE, (job_id, self._x[job_id].seg))
+        self.events.push(self.now, EV_CKPT_DONE, (job_id, self._x[job_id].seg))
 
     def wake_at(self, time: float) -> None:
-        self.events.push(max(time, self.now), Ev.WAKE, None)
+        self.events.push(max(time, self.now), EV_WAKE, None)
 
     # ------------------------------------------------------------------ driving
     def next_time(self) -> float | None:
@@ -263,32 +273,32 @@ class Engine:
 
     # ------------------------------------------------------------------ events
     def _handle(self, kind: int, payload: Any) -> None:
-        if kind == Ev.FINISH:
+        if kind == EV_FINISH:
             job_id, seg = payload
             x = self._x.get(job_id)
-            if x is not None and x.seg == seg and x.job.state is JobState.RUNNING:
+            if x is not None and x.seg == seg and x.job.state is RUNNING:
                 self._finish(x)
-        elif kind == Ev.SUBMIT:
+        elif kind == EV_SUBMIT:
             self._arrive(payload)
             if self._source is not None and payload is self._pending_source:
                 self._pull_source()
-        elif kind == Ev.CKPT_DONE:
+        elif kind == EV_CKPT_DONE:
             job_id, seg = payload
             x = self._x.get(job_id)
-            if x is not None and x.seg == seg and x.job.state is JobState.CHECKPOINTING:
+            if x is not None and x.seg == seg and x.job.state is CHECKPOINTING:
                 self._checkpoint_done(x)
-        elif kind == Ev.ECC:
+        elif kind == EV_ECC:
             self._apply_ecc(payload)
             if self._ecc_source is not None and payload is self._pending_ecc:
                 self._pull_ecc()
-        elif kind == Ev.NOTICE:
+        elif kind == EV_NOTICE:
             job_id, notice = payload
             self.notices[job_id] = notice
-        elif kind == Ev.CANCEL:
+        elif kind == EV_CANCEL:
             self._cancel(payload)
-        elif kind == Ev.FAILURE:
+        elif kind == EV_FAILURE:
             self._failure()
-        elif kind == Ev.REPAIR:
+        elif kind == EV_REPAIR:
             self._repair(payload)
         # WAKE needs no handling: the pass after this instant is the point.
 
@@ -298,14 +308,14 @@ class Engine:
         self._pending_source = spec
         if spec is not None:
             self._check_spec(spec)
-            self.events.push(spec.submit, Ev.SUBMIT, spec)
+            self.events.push(spec.submit, EV_SUBMIT, spec)
 
     def _pull_ecc(self) -> None:
         assert self._ecc_source is not None
         ecc = next(self._ecc_source, None)
         self._pending_ecc = ecc
         if ecc is not None:
-            self.events.push(max(ecc.time, self.now), Ev.ECC, ecc)
+            self.events.push(max(ecc.time, self.now), EV_ECC, ecc)
 
     def _check_spec(self, spec: JobSpec) -> None:
         if self.cluster.alloc_size(spec.nodes) is None:
@@ -331,7 +341,7 @@ class Engine:
             spec.job_class, spec.min_nodes, spec.checkpointable, spec.requested_start,
             spec.queue,
         )
-        job.history.append((self.now, "queued", "submit"))
+        job.history.append((self.now, QUEUED, "submit"))
         self.jobs[spec.id] = job
         self._x[spec.id] = _Exec(job, spec)
         self._enqueue(job)
@@ -435,10 +445,10 @@ class Engine:
         job = x.job
         end = self._segment_end(x, x.target)
         x.seg += 1  # invalidates a FINISH event already queued
-        self.events.push(max(end, self.now), Ev.FINISH, (job.id, x.seg))
+        self.events.push(max(end, self.now), EV_FINISH, (job.id, x.seg))
         # Policies see the end the walltime implies, never the actual runtime.
         predicted = max(self._segment_end(x, max(job.walltime, x.work0)), self.now)
-        if job.state is JobState.RUNNING and job.predicted_end >= 0 and job.id in self.running:
+        if job.state is RUNNING and job.predicted_end >= 0 and job.id in self.running:
             self._remove_end(job)
             job.predicted_end = predicted
             self._add_end(job)
@@ -495,7 +505,7 @@ class Engine:
         job = x.job
         x.used_nodes = nodes
         self._dequeue(job)
-        transition(job, JobState.RUNNING, self.now, cause)
+        transition(job, RUNNING, self.now, cause)
         job.alloc_nodes = alloc.nodes
         job.allocation = alloc
         x.res_key = res_key
@@ -524,7 +534,7 @@ class Engine:
         assert isinstance(alloc, Allocation)
         res = self.reservations.get(x.res_key) if x.res_key is not None else None
         (res.sub if res is not None else self.state).release(alloc)
-        if job.state is JobState.RUNNING:
+        if job.state is RUNNING:
             self._remove_end(job)
         else:
             self.n_checkpointing -= 1
@@ -539,7 +549,7 @@ class Engine:
         self._release_nodes(x)
         killed = x.work_total > x.target
         x.useful_ns = x.since_zero_ns
-        transition(job, JobState.KILLED if killed else JobState.COMPLETED, self.now,
+        transition(job, KILLED if killed else COMPLETED, self.now,
                    "walltime" if killed else "finish")
         self._emit("stop", job.id)
         self._retire(x)
@@ -551,7 +561,7 @@ class Engine:
         self._lose_work(x, mode)
         self._release_nodes(x)
         job.preemptions += cause == "preempt"
-        transition(job, JobState.PREEMPTED, self.now, cause)
+        transition(job, PREEMPTED, self.now, cause)
         self._emit("stop", job.id)
         self._enqueue(job)
 
@@ -578,7 +588,7 @@ class Engine:
         jit = mode is PreemptMode.JIT
         duration = self._restart_cost(x) if jit else self.options.warning_s
         self._remove_end(job)
-        transition(job, JobState.CHECKPOINTING, self.now, f"preempt:{mode.value}")
+        transition(job, CHECKPOINTING, self.now, f"preempt:{mode.value}")
         self.n_checkpointing += 1
         job.preemptions += 1
         x.ckpt_start = self.now
@@ -588,7 +598,7 @@ class Engine:
         x.seg += 1
         self._emit("checkpoint" if mode is PreemptMode.JIT else "warning", job.id, x.ckpt_end)
         if self.options.auto_checkpoint_done:
-            self.events.push(x.ckpt_end, Ev.CKPT_DONE, (job.id, x.seg))
+            self.events.push(x.ckpt_end, EV_CKPT_DONE, (job.id, x.seg))
 
     def _checkpoint_done(self, x: _Exec) -> None:
         job = x.job
@@ -603,7 +613,7 @@ class Engine:
         x.since_ckpt_ns = x.since_ckpt_wall = 0.0
         x.resume_read = x.ckpt_mode is PreemptMode.JIT  # a warning leaves no file to read
         self._release_nodes(x)
-        transition(job, JobState.PREEMPTED, self.now, "checkpoint-done")
+        transition(job, PREEMPTED, self.now, "checkpoint-done")
         self._emit("stop", job.id)
         self._enqueue(job)
 
@@ -626,7 +636,7 @@ class Engine:
             (job.first_start if started else self.now) - job.submit,
             x.executed, spec.nodes, x.first_alloc, job.walltime, x.orig_walltime,
             job.user, job.project, job.queue,
-            CLASS_CODES.index(job.job_class.value), STATE_CODES.index(job.state.value),
+            _CLASS_INDEX[job.job_class], _STATE_INDEX[job.state],
             job.preemptions, x.failures, x.checkpoints,
             x.busy_ns, x.useful_ns, x.lost_ns, x.ckpt_ns, x.restart_ns, x.setup_ns,
             x.t_ckpt, x.t_pre, int(x.owner_system), job.requested_start, delay,
@@ -639,11 +649,11 @@ class Engine:
         job = x.job
         if job.state.waiting:
             self._dequeue(job)
-        elif job.state is JobState.RUNNING:
+        elif job.state is RUNNING:
             self._close_segment(x, self.now)
             x.useful_ns = 0.0
             self._release_nodes(x)
-        elif job.state is JobState.CHECKPOINTING:
+        elif job.state is CHECKPOINTING:
             spent = self.now - x.ckpt_start
             x.busy_ns += job.alloc_nodes * spent
             x.ckpt_ns += job.alloc_nodes * spent  # the unfinished checkpoint is wasted
@@ -652,7 +662,7 @@ class Engine:
         # Work of a cancelled job is not useful: it produced no result.
         x.lost_ns += x.since_zero_ns
         x.useful_ns = 0.0
-        transition(job, JobState.CANCELLED, self.now, "cancel")
+        transition(job, CANCELLED, self.now, "cancel")
         self._retire(x)
 
     # ------------------------------------------------------------------ elastic control
@@ -671,7 +681,7 @@ class Engine:
         if limit and x.ecc_count >= limit:
             return f"rejected: job already had {limit} commands"
         job = x.job
-        if job.state is JobState.CHECKPOINTING:
+        if job.state is CHECKPOINTING:
             return "rejected: job is checkpointing"
         if ecc.kind in ("ET", "RT"):
             sign = 1.0 if ecc.kind == "ET" else -1.0
@@ -681,7 +691,7 @@ class Engine:
             job.walltime = walltime
             if self.options.ecc_changes_runtime:
                 x.work_total = max(x.work_total + sign * ecc.amount, 1e-9)
-            if job.state is JobState.RUNNING:
+            if job.state is RUNNING:
                 work = self._resegment(x)
                 x.target = max(min(x.work_total, walltime), work)
                 self._schedule_finish(x)
@@ -692,7 +702,7 @@ class Engine:
             nodes = job.nodes + delta
             if self.cluster.alloc_size(nodes) is None:
                 return f"rejected: {nodes} nodes do not fit {self.cluster.name}"
-            if job.state is JobState.RUNNING:
+            if job.state is RUNNING:
                 # A rigid job grows or shrinks by the amount; a malleable job only shrinks
                 # if it now runs above its new maximum (growing is the policy's choice).
                 size = min(x.used_nodes, nodes) if job.malleable else x.used_nodes + delta
@@ -743,7 +753,7 @@ class Engine:
         if not self._work_remains():
             self._failures_armed = False  # stop, or the simulation would never end
             return
-        self.events.push(self.now + self.rng.expovariate(1.0 / opts.mtbf_s), Ev.FAILURE, None)
+        self.events.push(self.now + self.rng.expovariate(1.0 / opts.mtbf_s), EV_FAILURE, None)
         self.stats["failures"] += 1
         unit = self.rng.randrange(self.cluster.failure_units)
         owner, key = self._unit_owner(unit)
@@ -757,7 +767,7 @@ class Engine:
             self.stats["failures_ignored"] += 1
             return
         self._down_units[key] = self.now
-        self.events.push(self.now + self.rng.expovariate(1.0 / opts.mttr_s), Ev.REPAIR, key)
+        self.events.push(self.now + self.rng.expovariate(1.0 / opts.mttr_s), EV_REPAIR, key)
 
     def _work_remains(self) -> bool:
         return bool(self.jobs) or self._pending_source is not None
@@ -767,7 +777,7 @@ class Engine:
         if self.options.mtbf_s > 0 and not self._failures_armed:
             self._failures_armed = True
             self.events.push(self.now + self.rng.expovariate(1.0 / self.options.mtbf_s),
-                             Ev.FAILURE, None)
+                             EV_FAILURE, None)
 
     def _unit_owner(self, unit: int) -> tuple[_Exec | str | None, int]:
         """(the job holding failure unit `unit`, "ignored", or None if free; repair key)."""
@@ -802,7 +812,7 @@ class Engine:
     def _fail_job(self, x: _Exec) -> None:
         job = x.job
         x.failures += 1
-        if job.state is JobState.CHECKPOINTING:
+        if job.state is CHECKPOINTING:
             spent = self.now - x.ckpt_start
             x.busy_ns += job.alloc_nodes * spent
             x.executed += spent
@@ -814,13 +824,13 @@ class Engine:
             self._release_nodes(x)
         if self.options.requeue_on_failure:
             self._lose_work(x, PreemptMode.LAST_CHECKPOINT)
-            transition(job, JobState.PREEMPTED, self.now, "node-failure")
+            transition(job, PREEMPTED, self.now, "node-failure")
             self._emit("stop", job.id)
             self._enqueue(job)
         else:
             x.lost_ns += x.since_zero_ns
             x.useful_ns = 0.0
-            transition(job, JobState.FAILED, self.now, "node-failure")
+            transition(job, FAILED, self.now, "node-failure")
             self._emit("stop", job.id)
             self._retire(x)
 
@@ -853,7 +863,7 @@ class Engine:
         elif isinstance(d, WakeAt):
             if d.time < self.now:
                 raise DecisionError(f"cannot wake at {d.time:g}, before now ({self.now:g})")
-            self.events.push(d.time, Ev.WAKE, None)
+            self.events.push(d.time, EV_WAKE, None)
         else:
             raise DecisionError(f"unknown decision {d!r}")
 
@@ -905,7 +915,7 @@ class Engine:
     def _apply_preempt(self, d: Preempt) -> None:
         x = self._live(d.job_id)
         job = x.job
-        if job.state is not JobState.RUNNING:
+        if job.state is not RUNNING:
             raise DecisionError(f"job {job.id} cannot be preempted: it is {job.state.value}")
         mode = d.mode
         if mode is PreemptMode.JIT and not job.checkpointable:
@@ -924,7 +934,7 @@ class Engine:
             raise DecisionError(
                 f"job {job.id} can run on {job.min_nodes}..{job.nodes} nodes, not {d.nodes}"
             )
-        if job.state is not JobState.RUNNING:
+        if job.state is not RUNNING:
             raise DecisionError(f"job {job.id} is {job.state.value}; start it with Start(nodes=)")
         self._resize_running(x, d.nodes)
 

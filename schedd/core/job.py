@@ -39,22 +39,24 @@ class JobState(enum.Enum):
     CANCELLED = "cancelled"
     FAILED = "failed"  # interrupted by a failure and not requeued
 
+    # Module-level aliases below: attribute access on an Enum class is slow in a hot loop.
     @property
     def terminal(self) -> bool:
-        return self in _TERMINAL
+        return self is _DONE or self is _KILLED or self is _CANCELLED or self is _FAILED
 
     @property
     def waiting(self) -> bool:
-        return self is JobState.QUEUED or self is JobState.PREEMPTED
+        return self is _QUEUED or self is _PREEMPTED
 
     @property
     def holds_nodes(self) -> bool:
-        return self is JobState.RUNNING or self is JobState.CHECKPOINTING
+        return self is _RUNNING or self is _CHECKPOINTING
 
 
-_TERMINAL = frozenset(
-    {JobState.COMPLETED, JobState.KILLED, JobState.CANCELLED, JobState.FAILED}
-)
+_QUEUED, _RUNNING, _CHECKPOINTING, _PREEMPTED = (
+    JobState.QUEUED, JobState.RUNNING, JobState.CHECKPOINTING, JobState.PREEMPTED)
+_DONE, _KILLED, _CANCELLED, _FAILED = (
+    JobState.COMPLETED, JobState.KILLED, JobState.CANCELLED, JobState.FAILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +127,7 @@ class Job:
     end_time: float = -1.0
     preemptions: int = 0
     restarts: int = 0
-    history: list[tuple[float, str, str]] = field(default_factory=list)
+    history: list[tuple[float, JobState, str]] = field(default_factory=list)
 
     @property
     def malleable(self) -> bool:

@@ -37,7 +37,7 @@ class IllegalTransition(RuntimeError):
 
 
 def story(job: Job) -> str:
-    return "; ".join(f"t={t:g} {state} ({cause})" for t, state, cause in job.history)
+    return "; ".join(f"t={t:g} {state.value} ({cause})" for t, state, cause in job.history)
 
 
 def transition(job: Job, to: JobState, now: float, cause: str) -> None:
@@ -48,6 +48,6 @@ def transition(job: Job, to: JobState, now: float, cause: str) -> None:
         )
     job.state = to
     history = job.history
-    history.append((now, to.value, cause))
+    history.append((now, to, cause))
     if len(history) > HISTORY_LIMIT:
         del history[0]

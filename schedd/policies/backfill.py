@@ -121,19 +121,19 @@ def _shadow_counts(view: View, need: int, free: int, started: list[tuple[Job, Al
                    ) -> tuple[float, int]:
     """`shadow_of` on a node pool, on integers: (shadow time, extra nodes)."""
     running = view.running
-    ends: Iterable[tuple[float, int]] = (
-        (end, running[jid].alloc_nodes) for end, jid in view.running_by_end())
-    more = [(view.now + job.walltime, alloc.nodes) for job, alloc in started]
+    ends: Iterable[tuple[float, int]] = view.running_by_end()
+    fresh = {job.id: alloc.nodes for job, alloc in started}  # started in this pass
+    more = [(view.now + job.walltime, job.id) for job, _ in started]
     if view.checkpointing_count:
-        more += [(end, running[jid].alloc_nodes) for end, jid in view.checkpointing_until()]
+        more += list(view.checkpointing_until())
     if more:
         more.sort()
         ends = heapq.merge(ends, more)
     shadow = INF
-    for end, nodes in ends:
+    for end, jid in ends:
         if end > shadow:
             break
-        free += nodes
+        free += fresh[jid] if jid in fresh else running[jid].alloc_nodes
         if shadow == INF and free >= need:
             shadow = end
     return shadow, (free - need if shadow < INF else 0)
