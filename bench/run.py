@@ -50,6 +50,17 @@ def synthetic_trace(path: Path, jobs: int, nodes: int = 1024, seed: int = 1) -> 
             )
 
 
+def calibration() -> float:
+    """Seconds for a fixed pure-Python loop (best of 3): compare figures taken on
+    different days of a shared machine by this ratio, not by the raw seconds."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        sum(i * i for i in range(3_000_000))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def run_once(trace: Path, out: Path) -> tuple[float, int, int]:
     """(wall seconds, peak RSS in MiB, kept jobs) of one whole `schedd simulate` process."""
     cmd = [sys.executable, "-m", "schedd", "simulate", "--trace", str(trace), "--policy",
@@ -82,7 +93,7 @@ def main() -> None:
         cases.append(("synthetic 1,000,000 jobs", million, 1))
     machine = (f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
                f"{platform.platform()}")
-    lines = [f"Machine: {machine}", "",
+    lines = [f"Machine: {machine}", f"Calibration loop: {calibration():.3f} s", "",
              "| trace | jobs | runs | best s | median s | jobs/s (best) | jobs/s (median) "
              "| peak RSS MiB |", "|---|---|---|---|---|---|---|---|"]
     for name, path, repeat in cases:
