@@ -118,10 +118,13 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.cluster:
         cluster = parse_cluster(args.cluster)
         trace = normalize(raw, max_nodes=max_job_nodes(cluster),
-                          procs_per_node=args.procs_per_node)
+                          procs_per_node=args.procs_per_node, lenient=args.lenient)
     else:
-        trace = normalize(raw, procs_per_node=args.procs_per_node)
+        trace = normalize(raw, procs_per_node=args.procs_per_node, lenient=args.lenient)
         cluster = NodePool(trace.max_nodes)
+    if trace.dropped.get("duplicate id"):
+        print(f"schedd: skipped {trace.dropped['duplicate id']} repeated job id(s) of {path}",
+              file=sys.stderr)
     policy = make_policy(args.policy, args.opt, cluster)
     engine_options = EngineOptions(
         checkpoint=CheckpointPolicy(

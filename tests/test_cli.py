@@ -81,3 +81,14 @@ def test_validate_mode_on_blue_gene_with_preemption_free_policy(tmp_path, shared
                   "--cluster", "mira-blocks", "--policy", "easy", "--validate",
                   "--out", str(tmp_path / "o"))
     assert "utilization" in proc.stdout
+
+
+def test_duplicate_job_id_names_the_line(tmp_path):
+    trace = tmp_path / "dup.swf"
+    line = "1 {} -1 10 2 -1 -1 2 20 -1 1 1 1 -1 0 -1 -1 -1\n"
+    trace.write_text("; MaxNodes: 8\n" + line.format(0) + line.format(5))
+    proc = schedd("simulate", "--trace", str(trace), "--out", str(tmp_path / "o"), check=False)
+    assert proc.returncode == 2
+    assert f"{trace}:3: expected a new job id, found job 1 submitted a second time" in proc.stderr
+    lenient = schedd("simulate", "--trace", str(trace), "--lenient", "--out", str(tmp_path / "o"))
+    assert "skipped 1 repeated job id" in lenient.stderr

@@ -383,3 +383,12 @@ def test_core_has_no_clock_or_global_random():
             if path.name == "mira_blocks.py" and forbidden == "open(":
                 continue  # reads the shipped block table
             assert forbidden not in text, f"{path.name} uses {forbidden}"
+
+
+def test_cancel_before_arrival_cancels_on_arrival():
+    e = engine(4)
+    e.submit(JobSpec(1, 100, runtime=10, nodes=1, walltime=10))
+    e.cancel(1)
+    at(e, 200)
+    r = row(e, 1)
+    assert r["final_state"] == 2 and r["first_start"] == -1 and not e.jobs

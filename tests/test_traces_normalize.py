@@ -10,7 +10,7 @@ import pytest
 from test_traces_helpers import ecc, ext, row, write
 
 from schedd.core.job import JobClass, JobSpec, Notice
-from schedd.traces import COLUMN_NAMES, Trace, TraceHeader, normalize, read_trace
+from schedd.traces import COLUMN_NAMES, Trace, TraceError, TraceHeader, normalize, read_trace
 
 
 def _norm(tmp_path, *lines, **kw):
@@ -49,27 +49,36 @@ def test_dropped_reasons_and_counts(tmp_path):
         row(7, procs=1, req_procs=9),  # field 8 wins over field 5
         row(8, procs=8),
     )
-    assert nt.dropped == {"runtime<=0": 3, "nodes<1": 2, "nodes>max": 2}
+    assert nt.dropped == {"runtime<=0": 3, "nodes<1": 2, "nodes>max": 2, "duplicate id": 0}
     assert list(nt.columns["job_id"]) == [8]
     assert len(nt) == 1
 
 
 def test_nothing_dropped_still_lists_every_reason(tmp_path):
     nt = _norm(tmp_path, "; MaxNodes: 8", row(1))
-    assert nt.dropped == {"runtime<=0": 0, "nodes<1": 0, "nodes>max": 0}
+    assert nt.dropped == {"runtime<=0": 0, "nodes<1": 0, "nodes>max": 0, "duplicate id": 0}
 
 
-def test_queue_order_is_submit_then_job_id_then_file_order(tmp_path):
+def test_queue_order_is_submit_then_job_id(tmp_path):
     nt = _norm(
         tmp_path,
         row(5, submit=10, user=1),
         row(3, submit=10, user=2),
         row(9, submit=2, user=3),
-        row(3, submit=10, user=4),  # same (submit, id) as line 2: file order decides
         row(1, submit=10.5, user=5),
     )
-    assert list(nt.columns["job_id"]) == [9, 3, 3, 5, 1]
-    assert list(nt.columns["user"]) == [3, 2, 4, 1, 5]  # every column follows the sort
+    assert list(nt.columns["job_id"]) == [9, 3, 5, 1]
+    assert list(nt.columns["user"]) == [3, 2, 1, 5]  # every column follows the sort
+
+
+def test_repeated_job_id_is_an_error_or_dropped_when_lenient(tmp_path):
+    lines = (row(5, submit=10, user=1), row(3, submit=10, user=2), row(3, submit=12, user=4))
+    with pytest.raises(TraceError, match=r"t\.swf:3: expected a new job id, found job 3"):
+        _norm(tmp_path, *lines)
+    path = tmp_path / "t.swf"
+    nt = normalize(read_trace(path), lenient=True)
+    assert list(nt.columns["job_id"]) == [3, 5] and list(nt.columns["user"]) == [2, 1]
+    assert nt.dropped["duplicate id"] == 1
 
 
 def test_max_nodes_argument_beats_header(tmp_path):

@@ -179,6 +179,7 @@ class Engine:
         self._busy_integral = 0.0  # node-seconds held, integrated over time (for validate)
         self._last_t = 0.0
         self._seen_ids: set[int] = set()
+        self._cancel_on_arrival: set[int] = set()
         self.n_requested_start = 0  # waiting jobs with a requested start (dedicated)
         self.n_checkpointing = 0
         self.first_submit: float | None = None
@@ -345,6 +346,9 @@ class Engine:
         self.jobs[spec.id] = job
         self._x[spec.id] = _Exec(job, spec)
         self._enqueue(job)
+        if self._cancel_on_arrival and spec.id in self._cancel_on_arrival:
+            self._cancel_on_arrival.discard(spec.id)
+            self._cancel(spec.id)
 
     # ------------------------------------------------------------------ queue helpers
     def _enqueue(self, job: Job) -> None:
@@ -645,6 +649,8 @@ class Engine:
     def _cancel(self, job_id: int) -> None:
         x = self._x.get(job_id)
         if x is None:
+            if job_id not in self._seen_ids:
+                self._cancel_on_arrival.add(job_id)  # submitted for later: cancel then
             return  # already finished: cancelling is idempotent
         job = x.job
         if job.state.waiting:

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from schedd.core.job import JobClass, JobSpec, Notice
-from schedd.traces.swf import COLUMN_NAMES, EccCommand, Trace, TraceHeader, absent_column
+from schedd.traces.swf import (
+    COLUMN_NAMES,
+    EccCommand,
+    Trace,
+    TraceError,
+    TraceHeader,
+    _read_bytes,
+    absent_column,
+)
 
 DROP_REASONS = ("runtime<=0", "nodes<1", "nodes>max")
 _SPEC_BLOCK = 4096  # rows converted to Python objects at a time by specs()
@@ -112,9 +120,14 @@ def _spec(
 
 
 def normalize(
-    trace: Trace, *, max_nodes: int | None = None, procs_per_node: int = 1
+    trace: Trace, *, max_nodes: int | None = None, procs_per_node: int = 1,
+    lenient: bool = False,
 ) -> NormalizedTrace:
-    """Apply the README's keep/drop rules and sort into queue order."""
+    """Apply the README's keep/drop rules and sort into queue order.
+
+    Two kept jobs with the same id are an error naming the second one's line (the engine
+    tracks jobs by id); with `lenient` the first submission is kept and the others are
+    counted under "duplicate id"."""
     if procs_per_node < 1:
         raise ValueError(f"procs_per_node must be >= 1, got {procs_per_node}")
     if max_nodes is not None and max_nodes < 1:
@@ -125,6 +138,7 @@ def normalize(
     limit = machine_nodes(trace.header, nodes, max_nodes, procs_per_node)
     reasons = _drop_reasons(cols["runtime"], nodes, limit)
     kept = np.flatnonzero(reasons < 0)
+    kept, duplicates = _unique_ids(trace, cols["job_id"], kept, lenient)
     kept = kept[np.lexsort((cols["job_id"][kept], cols["submit"][kept]))]  # stable
     if len(kept) == n and (len(kept) < 2 or bool((np.diff(kept) > 0).all())):
         out = dict(cols)  # already in queue order, nothing dropped: share, don't copy
@@ -138,9 +152,48 @@ def normalize(
         header=trace.header,
         max_nodes=limit,
         columns=out,
-        dropped={r: int(c) for r, c in zip(DROP_REASONS, counts, strict=True)},
+        dropped={r: int(c) for r, c in zip(DROP_REASONS, counts, strict=True)}
+        | {"duplicate id": duplicates},
         eccs=_kept_eccs(trace.eccs, out["job_id"]),
     )
+
+
+def _unique_ids(trace: Trace, ids: np.ndarray, kept: np.ndarray, lenient: bool
+                ) -> tuple[np.ndarray, int]:
+    """`kept` (file-order row indices) without later repeats of an id, and their count."""
+    _, first = np.unique(ids[kept], return_index=True)
+    if len(first) == len(kept):
+        return kept, 0
+    if not lenient:
+        repeat = np.ones(len(kept), dtype=bool)
+        repeat[first] = False
+        dup = int(ids[kept][np.flatnonzero(repeat)[0]])
+        raise TraceError.at(trace.path, _second_submission_line(trace.path, dup),
+                            f"expected a new job id, found job {dup} submitted a second time")
+    return np.sort(kept[first]), len(kept) - len(first)
+
+
+def _second_submission_line(path: str, job_id: int) -> int | None:
+    """Line number of the second job line (not an ECC line) with this id, if readable."""
+    try:
+        raw = _read_bytes(path)
+    except TraceError:
+        return None
+    seen = 0
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith(b";"):
+            continue
+        if len(fields) > 19 and fields[19] in (b"ET", b"RT", b"EP", b"RP"):
+            continue
+        try:
+            same = float(fields[0]) == job_id
+        except ValueError:
+            continue
+        seen += same
+        if seen == 2:
+            return lineno
+    return None
 
 
 def job_nodes(req_procs: np.ndarray, procs: np.ndarray, procs_per_node: int = 1) -> np.ndarray:
