@@ -4,9 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench proto clean
+.PHONY: demo test lint bench clean
 
-$(STAMP): pyproject.toml constraints.txt
+# Modules mypyc compiles at install (setup.py); editing one rebuilds, so no stale build runs.
+COMPILED := schedd/core/engine.py schedd/core/job.py schedd/core/results.py \
+            schedd/core/events.py schedd/core/view.py schedd/core/checkpoint.py \
+            schedd/policies/backfill.py
+
+$(STAMP): pyproject.toml constraints.txt setup.py $(COMPILED)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
@@ -25,4 +30,5 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) out build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find schedd -name '*.so' -delete; rm -f *__mypyc*.so

@@ -126,6 +126,8 @@ def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray
 
 
 def _column_text(col: np.ndarray) -> list[str]:
+    if len(col) > 1 and bool((col == col[0]).all()):  # all zeros, all -1 ...: format once
+        return _column_text(col[:1]) * len(col)
     if col.dtype.kind in "iu":
         return list(map(str, col.tolist()))
     if bool(np.all(np.floor(col) == col)):  # the common case: whole seconds

@@ -43,7 +43,7 @@ from schedd.core.decisions import (
     Start,
     WakeAt,
 )
-from schedd.core.engine import ECC_KINDS, Ecc, Engine, EngineOptions
+from schedd.core.engine import ECC_KINDS, EXEC_FIELDS, Ecc, Engine, EngineOptions
 from schedd.core.job import JobClass, JobSpec, JobState, Notice
 from schedd.core.results import STATE_CODES
 from schedd.core.validate import validate
@@ -78,7 +78,7 @@ def snapshot(e: Engine) -> dict:
                      len(e.results), len(e.ecc_log), e._repair_seq),
         "stats": stats,
         "jobs": {jid: dataclasses.astuple(j) for jid, j in e.jobs.items()},
-        "exec": {jid: tuple(getattr(x, s) for s in x.__slots__ if s not in ("job", "spec"))
+        "exec": {jid: tuple(getattr(x, s) for s in EXEC_FIELDS if s not in ("job", "spec"))
                  for jid, x in e._x.items()},
         "notices": dict(e.notices),
     }

@@ -101,17 +101,22 @@ class Reservation:
         return self.sub.free_nodes
 
 
+# The execution record's fields (mypyc compiles _Exec to a fixed layout without a
+# __slots__ attribute, so tests read the names from here).
+EXEC_FIELDS = (
+    "job", "spec", "work_total", "target", "work0", "last_ckpt_work", "seg", "seg_start",
+    "seg_setup", "seg_restart", "c0", "speed", "interval", "ckpt_cost", "resume_read",
+    "since_ckpt_ns", "since_ckpt_wall", "since_zero_ns", "since_zero_wall", "res_key",
+    "ckpt_start", "ckpt_end", "ckpt_mode", "ecc_count", "busy_ns", "useful_ns", "lost_ns",
+    "ckpt_ns", "restart_ns", "setup_ns", "t_ckpt", "t_pre", "executed", "checkpoints",
+    "failures", "first_alloc", "orig_walltime", "owner_system", "used_nodes",
+)
+
+
 class _Exec:
     """Engine-private execution record of one live job (holds the hidden runtime)."""
 
-    __slots__ = (
-        "job", "spec", "work_total", "target", "work0", "last_ckpt_work", "seg", "seg_start",
-        "seg_setup", "seg_restart", "c0", "speed", "interval", "ckpt_cost", "resume_read",
-        "since_ckpt_ns", "since_ckpt_wall", "since_zero_ns", "since_zero_wall", "res_key",
-        "ckpt_start", "ckpt_end", "ckpt_mode", "ecc_count", "busy_ns", "useful_ns", "lost_ns",
-        "ckpt_ns", "restart_ns", "setup_ns", "t_ckpt", "t_pre", "executed", "checkpoints",
-        "failures", "first_alloc", "orig_walltime", "owner_system", "used_nodes",
-    )
+    __slots__ = EXEC_FIELDS
 
     def __init__(self, job: Job, spec: JobSpec):
         self.job = job

@@ -65,9 +65,22 @@ class NormalizedTrace:
     def specs(self) -> Iterator[JobSpec]:
         """JobSpec objects in queue order, built a block of rows at a time."""
         for lo in range(0, len(self), _SPEC_BLOCK):
-            block = [self.columns[name][lo : lo + _SPEC_BLOCK].tolist() for name in _SPEC_COLUMNS]
+            block = [_as_python(self.columns[name][lo : lo + _SPEC_BLOCK], name)
+                     for name in _SPEC_COLUMNS]
             for row in zip(*block, strict=True):
                 yield _spec(*row)
+
+
+_INT_SPEC_COLUMNS = frozenset(
+    {"job_id", "nodes", "user", "group", "min_nodes", "checkpointable", "est_nodes", "queue"})
+
+
+def _as_python(col: np.ndarray, name: str) -> list:
+    """Plain ints or floats as JobSpec's fields are typed (the compiled engine checks),
+    whatever dtype a caller's in-memory trace used."""
+    if col.dtype.kind in "iuf":
+        col = col.astype(np.int64 if name in _INT_SPEC_COLUMNS else np.float64, copy=False)
+    return col.tolist()
 
 
 def _spec(
