@@ -18,6 +18,22 @@ def _sample_path() -> str:
     return str(resources.files("schedd.data").joinpath(SAMPLE_TRACE))
 
 
+def _at_least(low: float, kind: type = float, strict: bool = False):
+    """An argparse type: a number >= low (> low when strict), else a one-sentence error."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(
+                f"expected a number {'>' if strict else '>='} {low:g}, got {text}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .core.cluster_spec import CLUSTER_FORMS
 
@@ -46,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", required=True, metavar="DIR", help="output directory")
     sim.add_argument("--lenient", action="store_true",
                      help="skip malformed trace lines (and report how many) instead of stopping")
-    sim.add_argument("--procs-per-node", type=int, default=1, metavar="K",
+    sim.add_argument("--procs-per-node", type=_at_least(1, int), default=1, metavar="K",
                      help="the trace counts processors; K per node (nodes = ceil(procs / K))")
     sim.add_argument("--validate", action="store_true",
                      help="check every engine invariant after every instant (slow)")
@@ -55,20 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--ckpt", default="trace", choices=["none", "trace", "sys", "app", "daly"],
                     help="periodic checkpoints: none; per-job interval from the trace (default); "
                     "SYS-CKPT universal interval; APP-CKPT x%% rule; Daly's optimum")
-    ck.add_argument("--ckpt-interval", type=float, default=3600.0, metavar="S",
+    ck.add_argument("--ckpt-interval", type=_at_least(0, strict=True), default=3600.0,
+                    metavar="S",
                     help="SYS-CKPT interval in compute seconds (default 3600)")
-    ck.add_argument("--app-overhead", type=float, default=10.0, metavar="PCT",
+    ck.add_argument("--app-overhead", type=_at_least(0, strict=True), default=10.0,
+                    metavar="PCT",
                     help="APP-CKPT overhead budget in %% of walltime (default 10)")
     ck.add_argument("--ckpt-cost", default="io", choices=["io", "hybrid"],
                     help="checkpoint time: io = eq. 34 bandwidth model (16 GB/node, 4 GB/s per "
                     "128 nodes, 216 GB/s cap); hybrid = 600 s below 1K nodes, else 1,200 s")
-    ck.add_argument("--mtbf", type=float, default=0.0, metavar="HOURS",
-                    help="inject node failures with this system MTBF (0 = none)")
-    ck.add_argument("--mttr", type=float, default=6.0, metavar="HOURS",
+    ck.add_argument("--mtbf", type=_at_least(0), default=0.0, metavar="HOURS",
+                    help="inject node failures with this system MTBF (0 = none); also the "
+                    "MTBF of --ckpt daly (5 h when 0)")
+    ck.add_argument("--mttr", type=_at_least(0, strict=True), default=6.0, metavar="HOURS",
                     help="mean repair time (default 6)")
     ck.add_argument("--no-requeue-on-failure", action="store_true",
                     help="a job hit by a failure ends FAILED instead of being requeued")
-    ck.add_argument("--warning", type=float, default=120.0, metavar="S",
+    ck.add_argument("--warning", type=_at_least(0), default=120.0, metavar="S",
                     help="malleable jobs' pre-preemption warning (default 120)")
 
     sub.add_parser("policies", help="list policies with their options and defaults")
@@ -109,8 +128,6 @@ def _simulate(args: argparse.Namespace) -> int:
     from .sim import describe_run, max_job_nodes, simulate, write_outputs
     from .traces import normalize, read_trace
 
-    if args.procs_per_node < 1:
-        raise SystemExit("schedd: error: --procs-per-node must be at least 1")
     path = args.trace or _sample_path()
     raw = read_trace(path, lenient=args.lenient)
     if raw.skipped:

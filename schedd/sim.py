@@ -17,6 +17,7 @@ import numpy as np
 
 from .core.cluster import Cluster
 from .core.engine import Ecc, Engine, EngineOptions
+from .core.job import Notice
 from .core.results import CLASS_CODES, COLUMNS, STATE_CODES, ResultTable
 from .core.validate import validate
 from .metrics import MetricOptions, summarize
@@ -62,8 +63,7 @@ def simulate(
     cols = trace.columns
     if "notice_time" in cols:
         for i in np.flatnonzero(cols["notice_time"] >= 0):
-            spec_notice = _notice_of(cols, int(i))
-            engine.notice(int(cols["job_id"][i]), spec_notice)
+            engine.notice(int(cols["job_id"][i]), _notice_of(cols, int(i)))
     engine.feed(trace.specs())
     if trace.eccs:
         engine.feed_eccs(Ecc(c.job_id, c.time, c.kind, c.amount) for c in trace.eccs)
@@ -85,9 +85,7 @@ def simulate(
     return RunResult(arrays, summary, engine)
 
 
-def _notice_of(cols: dict[str, np.ndarray], i: int):
-    from .core.job import Notice
-
+def _notice_of(cols: dict[str, np.ndarray], i: int) -> Notice:
     return Notice(float(cols["notice_time"][i]), float(cols["est_arrival"][i]),
                   int(cols["est_nodes"][i]), float(cols["est_runtime"][i]))
 

@@ -63,6 +63,8 @@ def test_bad_trace_line_names_file_and_line(tmp_path):
     (["--policy", "easy", "--opt", "depth=3"], "policy easy has no option 'depth'"),
     (["--cluster", "torus:9"], "nodes:N"),
     (["--trace", "/nonexistent.swf"], "/nonexistent.swf"),
+    (["--mttr", "0"], "argument --mttr: expected a number > 0, got 0"),
+    (["--procs-per-node", "0"], "argument --procs-per-node: expected a number >= 1, got 0"),
 ])
 def test_user_errors_are_one_sentence(tmp_path, args, message):
     proc = schedd("simulate", *args, "--out", str(tmp_path / "o"), check=False)

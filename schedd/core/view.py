@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .cluster import Cluster, ClusterState
-from .job import Job, Notice
+from .job import Job, JobState, Notice
 
 if TYPE_CHECKING:
     from .engine import Engine, Reservation
@@ -80,5 +80,5 @@ class View:
         return sorted(
             (e.exec_record(j.id).ckpt_end, j.id)
             for j in e.running.values()
-            if j.state.value == "checkpointing"
+            if j.state is JobState.CHECKPOINTING
         )
