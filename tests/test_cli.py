@@ -94,3 +94,17 @@ def test_duplicate_job_id_names_the_line(tmp_path):
     assert f"{trace}:3: expected a new job id, found job 1 submitted a second time" in proc.stderr
     lenient = schedd("simulate", "--trace", str(trace), "--lenient", "--out", str(tmp_path / "o"))
     assert "skipped 1 repeated job id" in lenient.stderr
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative", "fcfs"])
+def test_policies_survive_failures_with_validation(tmp_path, policy):
+    """Failures take nodes down; a job wider than what is up must wait, not break a plan."""
+    trace = tmp_path / "wide.swf"
+    trace.write_text("; MaxNodes: 4\n" + "".join(
+        f"{i} {i * 50} -1 {500 + 37 * i} 4 -1 -1 4 2000 -1 1 1 1 -1 0 -1 -1 -1\n"
+        for i in range(1, 40)))
+    proc = schedd("simulate", "--trace", str(trace), "--policy", policy, "--mtbf", "0.2",
+                  "--mttr", "0.5", "--ckpt", "sys", "--ckpt-interval", "200", "--validate",
+                  "--seed", "5", "--out", str(tmp_path / "o"))
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["jobs"] == 39 and summary["failures"] > 0, proc.stdout
