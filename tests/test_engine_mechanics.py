@@ -392,3 +392,27 @@ def test_cancel_before_arrival_cancels_on_arrival():
     at(e, 200)
     r = row(e, 1)
     assert r["final_state"] == 2 and r["first_start"] == -1 and not e.jobs
+
+
+def test_commands_for_the_daemon_and_wake_ups():
+    """With an outbox, the engine tells the outside world what to do; wake_at forces a pass."""
+
+    class CountingPolicy:
+        passes: list[float] = []
+
+        def schedule(self, view):
+            self.passes.append(view.now)
+            return []
+
+    policy = CountingPolicy()
+    e = Engine(NodePool(256), policy, options=EngineOptions(auto_checkpoint_done=False))
+    e.outbox = []
+    e.submit(JobSpec(1, 0, runtime=1000, nodes=128, walltime=1000, ckpt_gb_per_node=0.5))
+    e.wake_at(50)
+    at(e, 0)
+    e.apply(Start(1))
+    at(e, 50)
+    assert policy.passes == [0, 50]
+    e.apply(Preempt(1, PreemptMode.JIT))
+    kinds = [(c.kind, c.job_id, c.time, c.deadline) for c in e.outbox]
+    assert kinds == [("start", 1, 0, -1), ("checkpoint", 1, 50, 66)]  # 16 s to write

@@ -187,7 +187,6 @@ class Engine:
         self._cancel_on_arrival: set[int] = set()
         self.n_requested_start = 0  # waiting jobs with a requested start (dedicated)
         self.n_checkpointing = 0
-        self.first_submit: float | None = None
         from .view import View  # view.py imports engine types for annotations only
 
         self._view = View(self)
@@ -338,8 +337,6 @@ class Engine:
         if spec.id in self._seen_ids:
             raise DecisionError(f"job id {spec.id} was submitted twice")
         self._seen_ids.add(spec.id)
-        if self.first_submit is None:
-            self.first_submit = self.now
         if not self._failures_armed and self.options.mtbf_s > 0:
             self._arm_failures()
         job = Job(
