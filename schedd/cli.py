@@ -187,8 +187,11 @@ def _policies() -> int:
     for name in sorted(POLICIES):
         cls = POLICIES[name]
         print(f"{name:16} {cls.summary}")
-        for opt, typ, default, text in option_help(cls.Options):
+        rows = option_help(cls.Options)
+        for opt, typ, default, text in rows:
             print(f"    {opt}={default} ({typ}) {text}")
+        if not rows:
+            print("    (no options)")
     return 0
 
 
