@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench proto clean
 
 # Modules mypyc compiles at install (setup.py); editing one rebuilds, so no stale build runs.
 COMPILED := schedd/core/engine.py schedd/core/job.py schedd/core/results.py \
@@ -23,11 +23,16 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check schedd tests bench
+	$(BIN)/ruff check schedd clients tests bench
 	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# Regenerate the gRPC code from proto/ (the output is committed; CI does not need protoc).
+proto: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -Iproto --python_out=. --grpc_python_out=. \
+	    --pyi_out=. proto/schedd/v1/scheduler.proto
 
 clean:
 	rm -rf $(VENV) out build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,4 +1,4 @@
-"""`schedd` command line: simulate, policies, clusters.
+"""`schedd` command line: simulate, serve, policies, clusters.
 
 Errors a user can cause (bad trace line, unknown policy or option, bad cluster spec) end
 with one sentence on stderr and exit status 2 — never a traceback.
@@ -34,6 +34,51 @@ def _at_least(low: float, kind: type = float, strict: bool = False):
     return parse
 
 
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """Checkpoint and failure options, shared by `simulate` and `serve`."""
+    ck = parser.add_argument_group("checkpoints and failures")
+    ck.add_argument("--ckpt", default="trace", choices=["none", "trace", "sys", "app", "daly"],
+                    help="periodic checkpoints: none; per-job interval from the trace (default); "
+                    "SYS-CKPT universal interval; APP-CKPT x%% rule; Daly's optimum")
+    ck.add_argument("--ckpt-interval", type=_at_least(0, strict=True), default=3600.0,
+                    metavar="S",
+                    help="SYS-CKPT interval in compute seconds (default 3600)")
+    ck.add_argument("--app-overhead", type=_at_least(0, strict=True), default=10.0,
+                    metavar="PCT",
+                    help="APP-CKPT overhead budget in %% of walltime (default 10)")
+    ck.add_argument("--ckpt-cost", default="io", choices=["io", "hybrid"],
+                    help="checkpoint time: io = eq. 34 bandwidth model (16 GB/node, 4 GB/s per "
+                    "128 nodes, 216 GB/s cap); hybrid = 600 s below 1K nodes, else 1,200 s")
+    ck.add_argument("--mtbf", type=_at_least(0), default=0.0, metavar="HOURS",
+                    help="inject node failures with this system MTBF (0 = none); also the "
+                    "MTBF of --ckpt daly (5 h when 0)")
+    ck.add_argument("--mttr", type=_at_least(0, strict=True), default=6.0, metavar="HOURS",
+                    help="mean repair time (default 6)")
+    ck.add_argument("--no-requeue-on-failure", action="store_true",
+                    help="a job hit by a failure ends FAILED instead of being requeued")
+    ck.add_argument("--warning", type=_at_least(0), default=120.0, metavar="S",
+                    help="malleable jobs' pre-preemption warning (default 120)")
+
+
+
+def engine_options_from(args: argparse.Namespace, **extra: Any) -> Any:
+    from .core.checkpoint import CheckpointPolicy
+    from .core.engine import EngineOptions
+
+    return EngineOptions(
+        checkpoint=CheckpointPolicy(
+            periodic=args.ckpt, sys_interval=args.ckpt_interval,
+            app_overhead_pct=args.app_overhead, cost_model=args.ckpt_cost,
+            daly_mtbf=(args.mtbf or 5.0) * 3600.0,
+        ),
+        warning_s=args.warning,
+        requeue_on_failure=not args.no_requeue_on_failure,
+        mtbf_s=args.mtbf * 3600.0,
+        mttr_s=args.mttr * 3600.0,
+        **extra,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .core.cluster_spec import CLUSTER_FORMS
 
@@ -67,29 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--validate", action="store_true",
                      help="check every engine invariant after every instant (slow)")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ck = sim.add_argument_group("checkpoints and failures")
-    ck.add_argument("--ckpt", default="trace", choices=["none", "trace", "sys", "app", "daly"],
-                    help="periodic checkpoints: none; per-job interval from the trace (default); "
-                    "SYS-CKPT universal interval; APP-CKPT x%% rule; Daly's optimum")
-    ck.add_argument("--ckpt-interval", type=_at_least(0, strict=True), default=3600.0,
-                    metavar="S",
-                    help="SYS-CKPT interval in compute seconds (default 3600)")
-    ck.add_argument("--app-overhead", type=_at_least(0, strict=True), default=10.0,
-                    metavar="PCT",
-                    help="APP-CKPT overhead budget in %% of walltime (default 10)")
-    ck.add_argument("--ckpt-cost", default="io", choices=["io", "hybrid"],
-                    help="checkpoint time: io = eq. 34 bandwidth model (16 GB/node, 4 GB/s per "
-                    "128 nodes, 216 GB/s cap); hybrid = 600 s below 1K nodes, else 1,200 s")
-    ck.add_argument("--mtbf", type=_at_least(0), default=0.0, metavar="HOURS",
-                    help="inject node failures with this system MTBF (0 = none); also the "
-                    "MTBF of --ckpt daly (5 h when 0)")
-    ck.add_argument("--mttr", type=_at_least(0, strict=True), default=6.0, metavar="HOURS",
-                    help="mean repair time (default 6)")
-    ck.add_argument("--no-requeue-on-failure", action="store_true",
-                    help="a job hit by a failure ends FAILED instead of being requeued")
-    ck.add_argument("--warning", type=_at_least(0), default=120.0, metavar="S",
-                    help="malleable jobs' pre-preemption warning (default 120)")
+    add_engine_arguments(sim)
 
+    from .daemon.config import add_serve_parser
+
+    add_serve_parser(sub)
     sub.add_parser("policies", help="list policies with their options and defaults")
     cl = sub.add_parser("cluster", help="describe a cluster spec")
     cl.add_argument("spec", help=CLUSTER_FORMS)
@@ -97,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .daemon.config import ConfigError, expand_config
+
+    try:
+        argv = expand_config(list(sys.argv[1:] if argv is None else argv))
+    except ConfigError as err:
+        print(f"schedd: error: {err}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     from .core.cluster import ClusterError
     from .core.decisions import DecisionError
@@ -110,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
             return _policies()
         if args.command == "cluster":
             return _cluster(args.spec)
+        if args.command == "serve":
+            from .daemon.server import serve_main
+
+            return serve_main(args)
     except (TraceError, ClusterError, PolicyError, DecisionError) as err:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
@@ -119,10 +157,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .core.checkpoint import CheckpointPolicy
     from .core.cluster import NodePool
     from .core.cluster_spec import parse_cluster
-    from .core.engine import EngineOptions
     from .metrics import format_summary
     from .policies import make_policy
     from .sim import describe_run, max_job_nodes, simulate, write_outputs
@@ -143,17 +179,7 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"schedd: skipped {trace.dropped['duplicate id']} repeated job id(s) of {path}",
               file=sys.stderr)
     policy = make_policy(args.policy, args.opt, cluster)
-    engine_options = EngineOptions(
-        checkpoint=CheckpointPolicy(
-            periodic=args.ckpt, sys_interval=args.ckpt_interval,
-            app_overhead_pct=args.app_overhead, cost_model=args.ckpt_cost,
-            daly_mtbf=(args.mtbf or 5.0) * 3600.0,
-        ),
-        warning_s=args.warning,
-        requeue_on_failure=not args.no_requeue_on_failure,
-        mtbf_s=args.mtbf * 3600.0,
-        mttr_s=args.mttr * 3600.0,
-    )
+    engine_options = engine_options_from(args)
     progress, close = _progress_bar(len(trace), args.no_progress)
     try:
         run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,

@@ -77,17 +77,20 @@ def simulate(
     if progress is not None:
         progress(len(engine.results))
     arrays = engine.results.arrays(copy=False)
-    order = np.lexsort((arrays["id"], arrays["submit"]))
-    for col in arrays.values():
-        col[:] = col[order]  # in place, one column at a time: small peak memory
+    sort_results(arrays)
     summary = summarize(arrays, total_nodes=cluster.total_nodes,
                         options=metric_options or MetricOptions())
     return RunResult(arrays, summary, engine)
 
 
 def _notice_of(cols: dict[str, np.ndarray], i: int) -> Notice:
-    return Notice(float(cols["notice_time"][i]), float(cols["est_arrival"][i]),
-                  int(cols["est_nodes"][i]), float(cols["est_runtime"][i]))
+    """Absent estimates default to the job's actual values (as JobSpec.notice does)."""
+    arrival, nodes = float(cols["est_arrival"][i]), int(cols["est_nodes"][i])
+    walltime = float(cols["est_runtime"][i])
+    return Notice(float(cols["notice_time"][i]),
+                  arrival if arrival >= 0 else float(cols["submit"][i]),
+                  nodes if nodes > 0 else int(cols["nodes"][i]),
+                  walltime if walltime > 0 else float(cols["walltime"][i]))
 
 
 def _fmt(value: float) -> str:
@@ -147,17 +150,33 @@ def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
 
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,
                   description: dict[str, Any]) -> dict[str, Any]:
+    return write_results(out_dir, trace, run.results, run.summary, description,
+                         dict(run.engine.stats))
+
+
+def write_results(out_dir: str | os.PathLike, trace: NormalizedTrace,
+                  results: dict[str, np.ndarray], summary: dict[str, Any],
+                  description: dict[str, Any], engine_stats: dict[str, Any]) -> dict[str, Any]:
+    """jobs.swf, jobs.csv and summary.json; the replay client writes the same files, so
+    nothing here names the driver (a lockstep replay's jobs.swf equals simulate's)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    header = [f" schedd simulate: policy {description['policy']} on {description['cluster']}",
+    header = [f" schedd: policy {description['policy']} on {description['cluster']}",
               f" MaxNodes: {description['total_nodes']}"]
-    write_jobs_swf(out / "jobs.swf", trace, run.results, header)
-    write_jobs_csv(out / "jobs.csv", run.results)
-    summary = dict(run.summary)
+    write_jobs_swf(out / "jobs.swf", trace, results, header)
+    write_jobs_csv(out / "jobs.csv", results)
+    summary = dict(summary)
     summary["run"] = description
-    summary["engine"] = dict(run.engine.stats)
+    summary["engine"] = engine_stats
     (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     return summary
+
+
+def sort_results(arrays: dict[str, np.ndarray]) -> None:
+    """In place, into queue order (submit, id): the order of jobs.swf."""
+    order = np.lexsort((arrays["id"], arrays["submit"]))
+    for col in arrays.values():
+        col[:] = col[order]  # one column at a time: small peak memory
 
 
 def describe_run(trace_path: str, trace: NormalizedTrace, cluster: Cluster, policy: Policy,

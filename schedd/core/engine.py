@@ -65,6 +65,9 @@ class EngineOptions:
     ecc_changes_runtime: bool = True  # ET/RT move the actual runtime too (LOS paper §III-C)
     ecc_max_per_job: int = 0  # 0 = unlimited
     auto_checkpoint_done: bool = True  # the simulator plays the job agents
+    # With external agents: virtual seconds after the modelled JIT checkpoint end before a
+    # silent job is killed and requeued from its last checkpoint (0 = wait forever).
+    checkpoint_timeout_s: float = 0.0
     keep_finished: bool = False  # keep finished Job objects (the daemon answers GetJob)
 
 
@@ -80,7 +83,7 @@ class Ecc:
 class Command:
     """An instruction for the outside world (the daemon publishes these)."""
 
-    kind: str  # "checkpoint" | "warning" | "start" | "stop"
+    kind: str  # "checkpoint" | "warning" | "start" | "stop" | "resize"
     job_id: int
     time: float
     deadline: float = -1.0
@@ -172,8 +175,12 @@ class Engine:
         self.reservations: dict[str, Reservation] = {}
         self.results = ResultTable.empty()
         self.outbox: list[Command] | None = None  # the daemon sets a list to receive commands
+        # The daemon sets a list to receive every job transition: (time, job id, state,
+        # cause, nodes held). Events and the daemon's job table are built from it.
+        self.transitions: list[tuple[float, int, JobState, str, int]] | None = None
         self.stats = {"passes": 0, "eccs_applied": 0, "eccs_rejected": 0, "failures": 0,
-                      "failures_ignored": 0, "repairs": 0, "decisions": 0}
+                      "failures_ignored": 0, "repairs": 0, "decisions": 0,
+                      "checkpoint_timeouts": 0}
         self.ecc_log: list[tuple[Ecc, str]] = []  # (command, outcome)
         self._source: Iterator[JobSpec] | None = None
         self._pending_source: JobSpec | None = None
@@ -223,7 +230,7 @@ class Engine:
         job = self.jobs.get(job_id)
         if job is None or job.state is not CHECKPOINTING:
             raise DecisionError(f"job {job_id} was not asked to checkpoint")
-        self.events.push(self.now, EV_CKPT_DONE, (job_id, self._x[job_id].seg))
+        self.events.push(self.now, EV_CKPT_DONE, (job_id, self._x[job_id].seg, True))
 
     def wake_at(self, time: float) -> None:
         self.events.push(max(time, self.now), EV_WAKE, None)
@@ -288,10 +295,13 @@ class Engine:
             if self._source is not None and payload is self._pending_source:
                 self._pull_source()
         elif kind == EV_CKPT_DONE:
-            job_id, seg = payload
+            job_id, seg, written = payload
             x = self._x.get(job_id)
             if x is not None and x.seg == seg and x.job.state is CHECKPOINTING:
-                self._checkpoint_done(x)
+                if written:
+                    self._checkpoint_done(x)
+                else:
+                    self._checkpoint_timeout(x)
         elif kind == EV_ECC:
             self._apply_ecc(payload)
             if self._ecc_source is not None and payload is self._pending_ecc:
@@ -345,6 +355,8 @@ class Engine:
             spec.queue,
         )
         job.history.append((self.now, QUEUED, "submit"))
+        if self.transitions is not None:
+            self.transitions.append((self.now, job.id, QUEUED, "submit", 0))
         self.jobs[spec.id] = job
         self._x[spec.id] = _Exec(job, spec)
         self._enqueue(job)
@@ -371,6 +383,11 @@ class Engine:
         del self.queue[i]
         if job.requested_start >= 0:
             self.n_requested_start -= 1
+
+    def _move(self, job: Job, to: JobState, cause: str) -> None:
+        transition(job, to, self.now, cause)
+        if self.transitions is not None:
+            self.transitions.append((self.now, job.id, to, cause, job.alloc_nodes))
 
     def _add_end(self, job: Job) -> None:
         bisect.insort(self._by_end, (job.predicted_end, job.id))
@@ -511,9 +528,9 @@ class Engine:
         job = x.job
         x.used_nodes = nodes
         self._dequeue(job)
-        transition(job, RUNNING, self.now, cause)
         job.alloc_nodes = alloc.nodes
         job.allocation = alloc
+        self._move(job, RUNNING, cause)
         x.res_key = res_key
         if job.first_start < 0:
             job.first_start = self.now
@@ -555,8 +572,7 @@ class Engine:
         self._release_nodes(x)
         killed = x.work_total > x.target
         x.useful_ns = x.since_zero_ns
-        transition(job, KILLED if killed else COMPLETED, self.now,
-                   "walltime" if killed else "finish")
+        self._move(job, KILLED if killed else COMPLETED, "walltime" if killed else "finish")
         self._emit("stop", job.id)
         self._retire(x)
 
@@ -567,7 +583,7 @@ class Engine:
         self._lose_work(x, mode)
         self._release_nodes(x)
         job.preemptions += cause == "preempt"
-        transition(job, PREEMPTED, self.now, cause)
+        self._move(job, PREEMPTED, cause)
         self._emit("stop", job.id)
         self._enqueue(job)
 
@@ -594,7 +610,7 @@ class Engine:
         jit = mode is PreemptMode.JIT
         duration = self._restart_cost(x) if jit else self.options.warning_s
         self._remove_end(job)
-        transition(job, CHECKPOINTING, self.now, f"preempt:{mode.value}")
+        self._move(job, CHECKPOINTING, f"preempt:{mode.value}")
         self.n_checkpointing += 1
         job.preemptions += 1
         x.ckpt_start = self.now
@@ -603,8 +619,27 @@ class Engine:
         job.predicted_end = x.ckpt_end
         x.seg += 1
         self._emit("checkpoint" if mode is PreemptMode.JIT else "warning", job.id, x.ckpt_end)
-        if self.options.auto_checkpoint_done:
-            self.events.push(x.ckpt_end, EV_CKPT_DONE, (job.id, x.seg))
+        if self.options.auto_checkpoint_done or not jit:  # a warning is only a wait
+            self.events.push(x.ckpt_end, EV_CKPT_DONE, (job.id, x.seg, True))
+        elif self.options.checkpoint_timeout_s > 0:
+            timeout = x.ckpt_end + self.options.checkpoint_timeout_s
+            self.events.push(timeout, EV_CKPT_DONE, (job.id, x.seg, False))
+
+    def _checkpoint_timeout(self, x: _Exec) -> None:
+        """The agent never reported the JIT checkpoint: kill the job, requeue it from its
+        last completed checkpoint; the time spent waiting is wasted checkpoint time."""
+        job = x.job
+        spent = self.now - x.ckpt_start
+        x.busy_ns += job.alloc_nodes * spent
+        x.executed += spent
+        x.ckpt_ns += job.alloc_nodes * spent
+        x.t_ckpt += spent
+        self._lose_work(x, PreemptMode.LAST_CHECKPOINT)
+        self._release_nodes(x)
+        self.stats["checkpoint_timeouts"] += 1
+        self._move(job, PREEMPTED, "checkpoint-timeout")
+        self._emit("stop", job.id)
+        self._enqueue(job)
 
     def _checkpoint_done(self, x: _Exec) -> None:
         job = x.job
@@ -619,7 +654,7 @@ class Engine:
         x.since_ckpt_ns = x.since_ckpt_wall = 0.0
         x.resume_read = x.ckpt_mode is PreemptMode.JIT  # a warning leaves no file to read
         self._release_nodes(x)
-        transition(job, PREEMPTED, self.now, "checkpoint-done")
+        self._move(job, PREEMPTED, "checkpoint-done")
         self._emit("stop", job.id)
         self._enqueue(job)
 
@@ -670,7 +705,7 @@ class Engine:
         # Work of a cancelled job is not useful: it produced no result.
         x.lost_ns += x.since_zero_ns
         x.useful_ns = 0.0
-        transition(job, CANCELLED, self.now, "cancel")
+        self._move(job, CANCELLED, "cancel")
         self._retire(x)
 
     # ------------------------------------------------------------------ elastic control
@@ -753,6 +788,9 @@ class Engine:
         if x.spec.malleable:
             x.speed = nodes / x.spec.nodes
         self._schedule_finish(x)
+        self._emit("resize", job.id)
+        if self.transitions is not None:
+            self.transitions.append((self.now, job.id, RUNNING, "resize", nodes))
 
     # ------------------------------------------------------------------ failures
     def _failure(self) -> None:
@@ -832,13 +870,13 @@ class Engine:
             self._release_nodes(x)
         if self.options.requeue_on_failure:
             self._lose_work(x, PreemptMode.LAST_CHECKPOINT)
-            transition(job, PREEMPTED, self.now, "node-failure")
+            self._move(job, PREEMPTED, "node-failure")
             self._emit("stop", job.id)
             self._enqueue(job)
         else:
             x.lost_ns += x.since_zero_ns
             x.useful_ns = 0.0
-            transition(job, FAILED, self.now, "node-failure")
+            self._move(job, FAILED, "node-failure")
             self._emit("stop", job.id)
             self._retire(x)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..core.cluster import Cluster
@@ -25,14 +26,29 @@ class NoOptions:
     pass
 
 
+def _never() -> bool:
+    return False
+
+
 class Policy(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     Options: ClassVar[type] = NoOptions
+    # An anytime policy checks `out_of_time()` while it searches and then returns its best
+    # plan so far; the daemon binds a wall-clock check, the simulator none (the core never
+    # reads a clock itself).
+    anytime: ClassVar[bool] = False
 
     def __init__(self, options: Any, cluster: Cluster):
         self.options = options
         self.cluster = cluster
+        self._out_of_time: Callable[[], bool] = _never
+
+    def bind_budget(self, out_of_time: Callable[[], bool]) -> None:
+        self._out_of_time = out_of_time
+
+    def out_of_time(self) -> bool:
+        return self._out_of_time()
 
     @abstractmethod
     def schedule(self, view: View) -> list[Decision]: ...

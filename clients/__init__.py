@@ -1,0 +1,1 @@
+"""Clients of the schedd daemon: schedctl, the trace replay and the checkpoint agent."""

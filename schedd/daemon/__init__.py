@@ -1,0 +1,1 @@
+"""The live daemon (`schedd serve`): an asyncio shell around the engine."""

@@ -1,0 +1,443 @@
+"""The engine host: drives the engine from the daemon's clock, off the event loop.
+
+One worker thread owns the engine. An iteration (in that thread) applies the stimuli
+committed since the last one, in journal order, then handles every event due by the
+clock's current virtual time, with one policy pass per instant (the engine's rule, as in
+`schedd simulate`). The event loop stays free for RPCs and scrapes: it never touches the
+engine, only the records each iteration hands back.
+
+Virtual time while a policy computes: the engine's time stands still at the instant being
+scheduled; decisions take effect at that instant, exactly as in `schedd simulate`. The
+clock keeps moving (realtime, accelerated), so the engine falls behind it by the
+computation time times the speed-up; that gap is the clock lag (`schedd_clock_lag_seconds`,
+`Clock.lag`), and the next iteration catches up. In lockstep the clock does not move while
+the policy computes, so there is no lag and the results equal `schedd simulate`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import structlog
+
+from ..core.bgq import BlockCluster
+from ..core.decisions import DecisionError
+from ..core.engine import Command, Engine
+from ..core.job import JobState
+from .budget import BudgetedPolicy
+from .clock import VirtualClock
+from .eventlog import EventLog
+from .journal import Journal, Recovered
+from .metrics import DaemonMetrics, StateSnapshot
+from .records import (
+    FINAL_STATES,
+    HOLDING_STATES,
+    PENDING,
+    WAITING_STATES,
+    JobRecord,
+    Stimulus,
+    ecc_of_body,
+    event_kind,
+    notice_of_body,
+    record_of_job,
+    record_of_spec,
+    spec_of_body,
+)
+
+log = structlog.get_logger("schedd.host")
+
+CLASS_NAMES = {"B": "batch", "R": "realtime", "O": "ondemand", "M": "malleable",
+               "D": "dedicated"}
+ITERATION_WALL_CAP = 0.2  # seconds of engine work before the loop gets a turn
+
+
+@dataclass
+class ClusterSnapshot:
+    free: int = 0
+    down: int = 0
+    reserved: int = 0
+    partitions: list[tuple[str, int, int]] = field(default_factory=list)
+
+
+@dataclass
+class IterationOut:
+    applied: list[tuple[int, float]]  # (stimulus seq, engine time when applied)
+    rejected: list[tuple[Stimulus, str]]
+    transitions: list[tuple[float, int, JobState, str, int]]
+    commands: list[Command]
+    eccs: list[tuple[Any, str]]
+    records: dict[int, JobRecord]
+    overruns: list[int]
+    engine_time: float
+    next_time: float | None
+    caught_up: bool
+    cluster: ClusterSnapshot
+    seconds: float
+
+
+class EngineHost:
+    def __init__(self, engine: Engine, policy: BudgetedPolicy, clock: VirtualClock,
+                 journal: Journal, metrics: DaemonMetrics, events: EventLog, *,
+                 tick: float = 0.5):
+        self.engine = engine
+        self.policy = policy
+        self.clock = clock
+        self.journal = journal
+        self.metrics = metrics
+        self.events = events
+        self.tick = tick
+        self.records: dict[int, JobRecord] = {}
+        self.owners: dict[int, str] = {}
+        self.cluster_snapshot = ClusterSnapshot(free=engine.cluster.total_nodes)
+        self.engine_time = engine.now
+        self.next_time: float | None = None
+        self.idle = True
+        self._pending: list[Stimulus] = []
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedd-engine")
+        self._advance_waiters: list[tuple[float, asyncio.Future[None]]] = []
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        self._run_until_idle = False
+        self._overruns: list[int] = []
+        self._last_results = 0
+        # Job-control commands (checkpoint, warning, resize, start, stop) go to these.
+        self.command_listeners: list[Callable[[Command], None]] = []
+        self.bus_connected: Callable[[], bool] = lambda: False  # set when MQTT is on
+        engine.outbox = []
+        engine.transitions = []
+        journal.on_committed = self.accept
+        events.add_listener(self._count_event)
+
+    # ------------------------------------------------------------------ intake (loop)
+    def accept(self, stimuli: list[Stimulus]) -> None:
+        """Committed stimuli, in journal order: queue them for the next iteration."""
+        now = self.clock.now()
+        for st in stimuli:
+            self._pending.append(st)
+            if st.kind == "submit":
+                spec = spec_of_body(st.body)
+                self.records[spec.id] = record_of_spec(spec, st.owner)
+                self.owners[spec.id] = st.owner
+                self.metrics.submissions.labels(CLASS_NAMES[spec.job_class.value]).inc()
+                self.events.emit(now, "submitted", spec.id, PENDING, "rpc", spec.nodes)
+            elif st.kind == "notice":
+                self.metrics.notices.labels(st.body.get("source", "rpc")).inc()
+                self.events.emit(now, "notice", st.job_id, "", "accepted", st.body["nodes"])
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    # ------------------------------------------------------------------ driving (loop)
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            self._wake.clear()
+            batch, self._pending = self._pending, []
+            idle_run = self._run_until_idle
+            target = math.inf if idle_run else self.clock.now()
+            out = await loop.run_in_executor(self._executor, self._iterate, batch, target,
+                                             idle_run)
+            self._absorb(out)
+            if idle_run and out.caught_up:
+                self._run_until_idle = False
+                if self.clock.lockstep:
+                    self.clock.advance_to(max(self.clock.now(), out.engine_time))
+            self._resolve_waiters(out)
+            if self._pending or not out.caught_up or self._run_until_idle:
+                continue
+            delay = self._sleep_for(out.next_time)
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+
+    def _sleep_for(self, next_time: float | None) -> float:
+        if self.clock.lockstep:
+            return math.inf if self.engine_time >= self.clock.now() else 0.0
+        delay = self.clock.wall_delay(next_time) if next_time is not None else math.inf
+        return min(delay, self.tick)
+
+    async def advance(self, to: float | None, until_idle: bool = False) -> None:
+        """Move the clock (lockstep: the only way) and wait until the engine is there."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        if until_idle:
+            self._run_until_idle = True
+            self._idle_waiters.append(done)
+        else:
+            assert to is not None
+            self.clock.advance_to(to)
+            self._advance_waiters.append((to, done))
+        self._wake.set()
+        await done
+
+    def _resolve_waiters(self, out: IterationOut) -> None:
+        if self._pending or not out.caught_up:
+            return
+        keep = []
+        for target, done in self._advance_waiters:
+            if out.engine_time >= target:
+                if not done.done():
+                    done.set_result(None)
+            else:
+                keep.append((target, done))
+        self._advance_waiters = keep
+        if not self._run_until_idle:
+            for done in self._idle_waiters:
+                if not done.done():
+                    done.set_result(None)
+            self._idle_waiters = []
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        self.journal.note_progress([], [], self.engine_time, self.clock.now(), force=True)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        self.policy.close()
+
+    async def in_engine(self, fn: Callable[[], Any]) -> Any:
+        """Run `fn` in the engine thread, between iterations (consistent engine state)."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    # ------------------------------------------------------------------ iteration (thread)
+    def _iterate(self, stimuli: list[Stimulus], target: float,
+                 until_idle: bool) -> IterationOut:
+        start = time.perf_counter()
+        engine = self.engine
+        applied: list[tuple[int, float]] = []
+        rejected: list[tuple[Stimulus, str]] = []
+        for st in stimuli:
+            applied.append((st.seq, engine.now))
+            try:
+                self._apply(st)
+            except DecisionError as err:
+                rejected.append((st, str(err)))
+        caught_up = True
+        while True:
+            t = engine.next_time()
+            if t is None or t > target:
+                break
+            engine.step()
+            if time.perf_counter() - start > ITERATION_WALL_CAP:
+                nt = engine.next_time()
+                caught_up = nt is None or nt > target
+                break
+        if caught_up and math.isfinite(target) and target > engine.now:
+            engine.run(until=target)  # no events left before target: just move time
+        return self._collect(applied, rejected, caught_up, start)
+
+    def _apply(self, st: Stimulus) -> None:
+        engine, body = self.engine, st.body
+        if st.kind == "submit":
+            engine.submit(spec_of_body(body))
+        elif st.kind == "cancel":
+            engine.cancel(body["job_id"])
+        elif st.kind == "notice":
+            engine.notice(body["job_id"], notice_of_body(body))
+        elif st.kind == "ecc":
+            engine.elastic(ecc_of_body(body))
+        elif st.kind == "checkpoint_done":
+            engine.checkpoint_done(body["job_id"])
+        else:
+            raise DecisionError(f"unknown stimulus kind {st.kind!r}")
+
+    def _collect(self, applied: list[tuple[int, float]], rejected: list[tuple[Stimulus, str]],
+                 caught_up: bool, start: float) -> IterationOut:
+        engine = self.engine
+        transitions, engine.transitions = engine.transitions or [], []
+        commands, engine.outbox = engine.outbox or [], []
+        eccs = engine.ecc_log[:]
+        engine.ecc_log.clear()
+        touched = {t[1] for t in transitions} | {c.job_id for c in commands}
+        touched.update(ecc.job_id for ecc, _ in eccs)
+        touched.update(st.job_id for st, _ in rejected)
+        records: dict[int, JobRecord] = {}
+        for job_id in touched:
+            rec = self._record(job_id)
+            if rec is not None:
+                records[job_id] = rec
+        self._add_results(records)
+        overruns, self._overruns = self._overruns, []
+        return IterationOut(applied, rejected, transitions, commands, eccs, records, overruns,
+                            engine.now, engine.next_time(), caught_up,
+                            self._cluster_state(), time.perf_counter() - start)
+
+    def _record(self, job_id: int) -> JobRecord | None:
+        engine = self.engine
+        job = engine.jobs.get(job_id) or engine.finished.get(job_id)
+        if job is None:
+            return None
+        block = ""
+        alloc = job.allocation
+        if alloc is not None and alloc.block >= 0 and isinstance(engine.cluster, BlockCluster):
+            block = engine.cluster.block_name(alloc.block)
+        return record_of_job(job, block)
+
+    def _add_results(self, records: dict[int, JobRecord]) -> None:
+        """Executed time and checkpoints of jobs that finished since the last iteration."""
+        results = self.engine.results
+        n = len(results)
+        if n == self._last_results:
+            return
+        ids = results.column("id")[self._last_results:n].tolist()
+        executed = results.column("executed")[self._last_results:n].tolist()
+        ckpts = results.column("checkpoints")[self._last_results:n].tolist()
+        self._last_results = n
+        for job_id, ex, ck in zip(ids, executed, ckpts, strict=True):
+            rec = records.get(job_id)
+            if rec is not None:
+                rec.executed, rec.checkpoints = ex, ck
+
+    def _cluster_state(self) -> ClusterSnapshot:
+        engine = self.engine
+        snap = ClusterSnapshot(free=engine.state.free_nodes, down=engine._down_nodes(),
+                               reserved=engine._reserved_idle_nodes())
+        cluster = engine.cluster
+        if isinstance(cluster, BlockCluster):
+            for job in engine.running.values():
+                alloc = job.allocation
+                if alloc is not None and alloc.block >= 0:
+                    snap.partitions.append((cluster.block_name(alloc.block), alloc.nodes,
+                                            job.id))
+        return snap
+
+    def on_overrun(self, policy: str, index: int, seconds: float) -> None:
+        """Called in the engine thread by the budgeted policy."""
+        self._overruns.append(index)
+        self.metrics.budget_overruns.labels(policy).inc()
+        log.warning("budget overrun: fallback policy decided", policy=policy,
+                    pass_index=index, seconds=round(seconds, 4), budget=self.policy.budget_s)
+
+    # ------------------------------------------------------------------ absorb (loop)
+    def _absorb(self, out: IterationOut) -> None:
+        self.metrics.iteration.observe(out.seconds)
+        self.engine_time = out.engine_time
+        self.next_time = out.next_time
+        self.idle = out.next_time is None
+        self.cluster_snapshot = out.cluster
+        for job_id, rec in out.records.items():
+            rec.owner = self.owners.get(job_id, "")
+            self.records[job_id] = rec
+        for st, why in out.rejected:
+            log.warning("stimulus refused by the engine", stimulus_id=st.seq, kind=st.kind,
+                        job_id=st.job_id, reason=why)
+            self.events.emit(out.engine_time, "refused", st.job_id, "", why[:200])
+            refused = self.records.get(st.job_id)
+            if st.kind == "submit" and refused is not None and refused.state == PENDING:
+                refused.state = "cancelled"  # the job never entered the engine
+        for t, job_id, state, cause, nodes in out.transitions:
+            self.events.emit(t, event_kind(state, cause), job_id, state.value, cause, nodes)
+        for cmd in out.commands:
+            if cmd.kind in ("checkpoint", "warning"):
+                self.metrics.checkpoints.labels(cmd.kind).inc()
+        for ecc, outcome in out.eccs:
+            verdict = "applied" if outcome == "applied" else "rejected"
+            self.metrics.eccs.labels(ecc.kind, verdict).inc()
+            self.events.emit(out.engine_time, "ecc", ecc.job_id, "", f"{ecc.kind}:{outcome}",
+                             int(ecc.amount) if ecc.kind in ("EP", "RP") else 0)
+        for listener in self.command_listeners:
+            for cmd in out.commands:
+                listener(cmd)
+        self.journal.note_progress(out.applied, out.overruns, out.engine_time,
+                                   self.clock.now())
+
+    def _count_event(self, event: dict[str, Any]) -> None:
+        """Counters and histograms from the event stream."""
+        kind = event["kind"]
+        rec = self.records.get(event["job_id"])
+        if rec is None:
+            return
+        cls = CLASS_NAMES.get(rec.job_class, "batch")
+        m = self.metrics
+        if kind == "started":
+            m.starts.labels(cls).inc()
+            if rec.first_start == event["time"]:
+                m.wait.labels(cls).observe(rec.first_start - rec.submit)
+        elif kind in ("checkpointing", "preempted"):
+            cause = event["cause"]
+            if kind == "checkpointing" or cause in ("preempt", "node-failure"):
+                m.preemptions.labels(cls, cause).inc()
+            if cause == "checkpoint-timeout":
+                m.checkpoint_timeouts.inc()
+        elif kind in FINAL_STATES:
+            m.completions.labels(cls, kind).inc()
+            if rec.first_start >= 0:  # response over runtime, runtime at least 10 s
+                run = rec.executed or rec.end_time - rec.first_start
+                m.bounded_slowdown.labels(cls).observe(
+                    max(1.0, (rec.end_time - rec.submit) / max(run, 10.0)))
+
+    # ------------------------------------------------------------------ queries (loop)
+    def snapshot(self) -> StateSnapshot:
+        jobs: dict[tuple[str, str], int] = {}
+        queue: dict[str, int] = {}
+        busy = 0
+        for rec in self.records.values():
+            cls = CLASS_NAMES.get(rec.job_class, "batch")
+            jobs[(rec.state, cls)] = jobs.get((rec.state, cls), 0) + 1
+            if rec.state in WAITING_STATES:
+                queue[cls] = queue.get(cls, 0) + 1
+            elif rec.state in HOLDING_STATES:
+                busy += rec.alloc_nodes
+        total = self.engine.cluster.total_nodes
+        c = self.cluster_snapshot
+        up = max(total - c.down, 1)
+        now = self.clock.now()
+        return StateSnapshot(
+            jobs=jobs, queue=queue,
+            nodes={"busy": busy, "free": c.free, "down": c.down, "reserved": c.reserved},
+            utilisation=busy / up, virtual_time=now, engine_time=self.engine_time,
+            clock_lag=max(0.0, now - self.engine_time),
+            mqtt_connected=1.0 if self.bus_connected() else 0.0)
+
+    async def results(self) -> dict[str, np.ndarray]:
+        return await self.in_engine(lambda: self.engine.results.arrays(copy=True))
+
+    # ------------------------------------------------------------------ recovery
+    def recover(self, rec: Recovered) -> int:
+        """Rebuild the engine from the journal (before serving). Returns stimuli replayed."""
+        engine = self.engine
+        self.policy.enforce = False
+        self.policy.forced_fallback = set(rec.overruns)
+        late: list[Stimulus] = []
+        for st, applied_at in rec.stimuli:
+            if st.kind == "submit":
+                spec = spec_of_body(st.body)
+                self.records[spec.id] = record_of_spec(spec, st.owner)
+                self.owners[spec.id] = st.owner
+            if applied_at is None:
+                late.append(st)
+                continue
+            engine.run(until=applied_at)
+            with contextlib.suppress(DecisionError):
+                self._apply(st)
+        engine.run(until=max(rec.engine_time, engine.now))
+        out = self._collect([], [], True, time.perf_counter())
+        touched = set(self.records) | set(engine.jobs) | set(engine.finished)
+        for job_id in touched:
+            r = self._record(job_id)
+            if r is not None:
+                out.records[job_id] = r
+        self._last_results = 0
+        self._add_results(out.records)
+        out.transitions = []  # already published before the crash
+        out.eccs = []
+        out.commands = []
+        self._absorb(out)
+        self._pending = late
+        self.clock.restore(max(rec.clock, engine.now))
+        self.policy.enforce = True
+        return len(rec.stimuli)

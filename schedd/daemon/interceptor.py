@@ -1,0 +1,144 @@
+"""One server interceptor: authentication, authorisation of operator-only methods, request
+context for the logs (structlog contextvars) and the per-method request counter.
+
+Handlers read the caller with `current_principal()`; they bind `job_id` and `stimulus_id`
+to the log context themselves once they know them.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import structlog
+
+from .auth import OPERATOR_ONLY, Principal, TokenStore
+from .metrics import DaemonMetrics
+
+log = structlog.get_logger("schedd.rpc")
+_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "schedd_principal", default=None)
+
+# Health checks and reflection are open to everyone (load balancers, grpcurl).
+PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+
+
+def current_principal() -> Principal:
+    principal = _principal.get()
+    assert principal is not None, "called outside an intercepted RPC"
+    return principal
+
+
+class SchedulerInterceptor(grpc.aio.ServerInterceptor):
+    def __init__(self, tokens: TokenStore, metrics: DaemonMetrics):
+        self._tokens = tokens
+        self._metrics = metrics
+
+    async def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = await continuation(details)
+        full = details.method
+        if handler is None or full.startswith(PUBLIC_PREFIXES):
+            return handler
+        method = full.rsplit("/", 1)[-1]
+        metadata = dict(details.invocation_metadata or ())
+        principal = self._tokens.authenticate(_text(metadata.get("authorization")))
+        if principal is None:
+            return self._refuse(handler, grpc.StatusCode.UNAUTHENTICATED, method,
+                                "a valid 'authorization: Bearer TOKEN' header is required")
+        if method in OPERATOR_ONLY and not principal.operator:
+            return self._refuse(handler, grpc.StatusCode.PERMISSION_DENIED, method,
+                                f"{method} is for operators; {principal.user} is a "
+                                f"{principal.role}")
+        return self._wrap(handler, method, principal)
+
+    # ------------------------------------------------------------------ wrapping
+    def _wrap(self, handler: Any, method: str, principal: Principal) -> Any:
+        metrics = self._metrics
+
+        def enter() -> float:
+            _principal.set(principal)
+            structlog.contextvars.clear_contextvars()
+            structlog.contextvars.bind_contextvars(rpc=method, user=principal.user)
+            return time.perf_counter()
+
+        def leave(context: grpc.aio.ServicerContext, started: float) -> None:
+            code = context.code() or grpc.StatusCode.OK
+            name = code.name if isinstance(code, grpc.StatusCode) else str(code)
+            metrics.rpc_requests.labels(method, name).inc()
+            if name != "OK":
+                log.info("rpc refused", code=name, details=context.details(),
+                         seconds=round(time.perf_counter() - started, 6))
+
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                started = enter()
+                try:
+                    return await inner(request, context)
+                finally:
+                    leave(context, started)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary, handler.request_deserializer, handler.response_serializer)
+        if handler.stream_unary is not None:
+            inner_su = handler.stream_unary
+
+            async def stream_unary(requests: AsyncIterator[Any],
+                                   context: grpc.aio.ServicerContext) -> Any:
+                started = enter()
+                try:
+                    return await inner_su(requests, context)
+                finally:
+                    leave(context, started)
+
+            return grpc.stream_unary_rpc_method_handler(
+                stream_unary, handler.request_deserializer, handler.response_serializer)
+        if handler.unary_stream is not None:
+            inner_us = handler.unary_stream
+
+            async def unary_stream(request: Any,
+                                   context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                started = enter()
+                try:
+                    async for item in inner_us(request, context):
+                        yield item
+                finally:
+                    leave(context, started)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream, handler.request_deserializer, handler.response_serializer)
+        return handler  # stream-stream: none in this API
+
+    def _refuse(self, handler: Any, code: grpc.StatusCode, method: str, message: str) -> Any:
+        self._metrics.rpc_requests.labels(method, code.name).inc()
+        log.info("rpc refused", rpc=method, code=code.name, details=message)
+
+        async def abort(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await context.abort(code, message)
+
+        async def abort_stream(request: Any,
+                               context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            await context.abort(code, message)
+            yield None  # pragma: no cover — abort raises
+
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                abort, handler.request_deserializer, handler.response_serializer)
+        if handler.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(
+                abort, handler.request_deserializer, handler.response_serializer)
+        return grpc.unary_stream_rpc_method_handler(
+            abort_stream, handler.request_deserializer, handler.response_serializer)
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)

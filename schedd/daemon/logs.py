@@ -1,0 +1,35 @@
+"""structlog setup: JSON lines by default, console rendering on a terminal.
+
+Request context (rpc method, user, job id, stimulus id) comes from contextvars bound by the
+gRPC interceptor and the handlers, merged into every line.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+          "error": logging.ERROR}
+
+
+def configure_logging(fmt: str = "auto", level: str = "info", stream: Any = None) -> None:
+    stream = stream or sys.stderr
+    console = fmt == "console" or (fmt == "auto" and stream.isatty())
+    renderer: Any = (structlog.dev.ConsoleRenderer() if console
+                     else structlog.processors.JSONRenderer(sort_keys=True))
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *([] if console else [structlog.processors.format_exc_info]),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
+        logger_factory=structlog.PrintLoggerFactory(stream),
+        cache_logger_on_first_use=False,
+    )

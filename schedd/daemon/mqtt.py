@@ -1,0 +1,305 @@
+"""The daemon's MQTT bus: job events out, per-job control commands out, advance notices in.
+
+The bus never blocks the daemon and never raises into it. `publish_event` and
+`publish_control` only encode the message and append it to an in-memory queue; a
+publisher task drains the queue while the broker is connected. When the broker is
+down, events are dropped (they are also in the journal and `WatchEvents`) and control
+commands are kept, up to `max_queue`, and delivered in order after the reconnect,
+because a job agent that misses a checkpoint request gets killed at the deadline.
+
+Topics (docs/mqtt.md):
+    schedd/<cluster>/events/<kind>          events, QoS 0
+    schedd/<cluster>/jobs/<job_id>/control  control commands, QoS 1
+    schedd/<cluster>/notices                advance notices in (subscribed, QoS 1)
+    schedd/<cluster>/notices/rejected       rejected notices, QoS 1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import aiomqtt
+import structlog
+
+if TYPE_CHECKING:
+    from schedd.daemon.metrics import DaemonMetrics
+
+log = structlog.get_logger("schedd.mqtt")
+
+NoticeHandler = Callable[[dict[str, Any]], Awaitable[str | None]]
+
+BACKOFF_MIN = 0.25
+KEEPALIVE = 15  # seconds; a silent dead broker is noticed within about 2 x this
+OP_TIMEOUT = 10.0  # seconds for CONNACK, SUBACK, PUBACK
+RAW_LIMIT = 200  # characters of a rejected payload echoed back
+
+
+def encode(obj: Any) -> bytes:
+    """The bus's wire format: compact, key-sorted JSON."""
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True,
+                      default=_json_default).encode()
+
+
+def _json_default(obj: Any) -> Any:
+    # numpy scalars from the engine's arrays: turn them into plain numbers.
+    item = getattr(obj, "item", None)
+    if callable(item):
+        return item()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+@dataclass
+class _Outgoing:
+    topic: str
+    payload: bytes
+    qos: int
+    kind: str  # metric label: event, control or rejection
+    durable: bool  # kept across an outage (control) or dropped (events, rejections)
+    retried: bool = False
+
+
+class MqttBus:
+    """Publishes events and control commands; feeds advance notices to `on_notice`."""
+
+    def __init__(self, *, host: str, port: int, cluster: str, metrics: DaemonMetrics,
+                 on_notice: NoticeHandler | None = None, max_queue: int = 10_000,
+                 client_id: str | None = None, backoff_max: float = 10.0):
+        if max_queue < 1:
+            raise ValueError("max_queue must be at least 1")
+        self.host = host
+        self.port = port
+        self.cluster = cluster
+        self.metrics = metrics
+        self.on_notice = on_notice
+        self.max_queue = max_queue
+        self.client_id = client_id or f"schedd-{cluster}-{uuid.uuid4().hex[:8]}"
+        self.backoff_max = max(backoff_max, BACKOFF_MIN)
+        self.prefix = f"schedd/{cluster}"
+        self.notice_topic = f"{self.prefix}/notices"
+        self.rejected_topic = f"{self.prefix}/notices/rejected"
+        self.notices_rejected = 0  # no Prometheus series for these; tests and logs read it
+        self._out: deque[_Outgoing] = deque()
+        self._wakeup = asyncio.Event()
+        self._connected = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+
+    # -- the daemon's side: non-blocking, never raises --------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    async def wait_connected(self, timeout: float) -> bool:
+        """True once connected (and subscribed), False if `timeout` seconds pass first."""
+        try:
+            await asyncio.wait_for(self._connected.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def publish_event(self, event: dict[str, Any]) -> None:
+        try:
+            kind = str(event["kind"])
+            if not kind or any(c in kind for c in "+#\0"):
+                raise ValueError(f"event kind {kind!r} cannot be a topic level")
+            msg = _Outgoing(f"{self.prefix}/events/{kind}", encode(event), 0, "event",
+                            durable=False)
+        except Exception as exc:
+            self._fail("event not encodable", exc)
+            return
+        self._submit(msg)
+
+    def publish_control(self, job_id: int, command: dict[str, Any]) -> None:
+        try:
+            msg = _Outgoing(f"{self.prefix}/jobs/{int(job_id)}/control", encode(command), 1,
+                            "control", durable=True)
+        except Exception as exc:
+            self._fail("control command not encodable", exc)
+            return
+        self._submit(msg)
+
+    def _submit(self, msg: _Outgoing) -> None:
+        try:
+            loop = self._loop
+            if loop is not None and threading.get_ident() != self._loop_thread:
+                # Called from a worker thread: the queue belongs to the loop's thread.
+                loop.call_soon_threadsafe(self._enqueue, msg)
+            else:
+                self._enqueue(msg)
+        except Exception as exc:  # e.g. the loop is closed: the daemon is going away
+            self._fail("could not queue message", exc)
+
+    def _enqueue(self, msg: _Outgoing) -> None:
+        if not msg.durable and not self.connected:
+            self.metrics.mqtt_publish_failures.inc()
+            return
+        if len(self._out) >= self.max_queue:
+            self._out.popleft()
+            self.metrics.mqtt_publish_failures.inc()
+        self._out.append(msg)
+        self._wakeup.set()
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        self.metrics.mqtt_publish_failures.inc()
+        log.warning("mqtt publish failed", what=what, error=str(exc))
+
+    # -- the connection -------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect, serve, reconnect with exponential backoff; returns only when cancelled."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        backoff = BACKOFF_MIN
+        down_logged = False
+        try:
+            while True:
+                client = aiomqtt.Client(self.host, self.port, identifier=self.client_id,
+                                        keepalive=KEEPALIVE, timeout=OP_TIMEOUT)
+                try:
+                    async with client:
+                        if self.on_notice is not None:
+                            await client.subscribe(self.notice_topic, qos=1)
+                        self._set_connected()
+                        log.info("mqtt connected", host=self.host, port=self.port,
+                                 client_id=self.client_id, queued=len(self._out))
+                        down_logged = False
+                        backoff = BACKOFF_MIN
+                        await self._serve(client)
+                except Exception as exc:
+                    was_connected = self.connected
+                    self._set_disconnected()
+                    # One line per transition: lost, or first failure to connect.
+                    if not isinstance(exc, aiomqtt.MqttError):
+                        log.exception("mqtt bus error; reconnecting", host=self.host,
+                                      port=self.port)
+                    elif was_connected:
+                        log.warning("mqtt disconnected", host=self.host, port=self.port,
+                                    error=str(exc), retry_max=self.backoff_max)
+                    elif not down_logged:
+                        log.warning("mqtt broker unavailable; retrying", host=self.host,
+                                    port=self.port, error=str(exc),
+                                    retry_max=self.backoff_max)
+                    down_logged = True
+                finally:
+                    _retrieve_disconnect_error(client)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.backoff_max)
+        finally:
+            if self.connected:
+                log.info("mqtt closed", host=self.host, port=self.port)
+            self._set_disconnected()
+
+    def _set_connected(self) -> None:
+        self._connected.set()
+        if self._out:
+            self._wakeup.set()
+
+    def _set_disconnected(self) -> None:
+        self._connected.clear()
+        # Events accepted while connected but not yet sent are lost with the connection.
+        kept = deque(m for m in self._out if m.durable)
+        dropped = len(self._out) - len(kept)
+        if dropped:
+            self.metrics.mqtt_publish_failures.inc(dropped)
+        self._out = kept
+
+    async def _serve(self, client: aiomqtt.Client) -> None:
+        """Read and publish until one of them fails (the connection is gone)."""
+        tasks = [asyncio.create_task(self._read(client), name="mqtt-read"),
+                 asyncio.create_task(self._publish(client), name="mqtt-publish")]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+        errors = [t.exception() for t in tasks if not t.cancelled()]
+        for error in errors:
+            if error is not None:
+                raise error
+        raise aiomqtt.MqttError("MQTT session ended")
+
+    async def _publish(self, client: aiomqtt.Client) -> None:
+        while True:
+            while not self._out:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            msg = self._out.popleft()
+            try:
+                await client.publish(msg.topic, msg.payload, qos=msg.qos, timeout=OP_TIMEOUT)
+            except asyncio.CancelledError:
+                # Cut off by a disconnect or shutdown: QoS 1 is at-least-once, send again.
+                if msg.durable:
+                    self._out.appendleft(msg)
+                raise
+            except Exception as exc:
+                self.metrics.mqtt_publish_failures.inc()
+                if msg.durable and not msg.retried:
+                    msg.retried = True
+                    self._out.appendleft(msg)
+                if isinstance(exc, aiomqtt.MqttError):
+                    raise  # the connection is broken: reconnect, then retry
+                log.warning("mqtt publish failed", topic=msg.topic, error=str(exc))
+                continue
+            self.metrics.mqtt_published.labels(kind=msg.kind).inc()
+
+    async def _read(self, client: aiomqtt.Client) -> None:
+        # Also runs without a notice handler: it is what notices a lost connection.
+        async for message in client.messages:
+            if self.on_notice is not None and message.topic.matches(self.notice_topic):
+                await self._handle_notice(message.payload)
+
+    async def _handle_notice(self, payload: Any) -> None:
+        if isinstance(payload, bytes | bytearray):
+            raw = bytes(payload).decode("utf-8", errors="replace")
+        else:
+            raw = "" if payload is None else str(payload)
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            self._reject(f"notice is not valid JSON ({exc.msg} at position {exc.pos}).", raw)
+            return
+        if not isinstance(obj, dict):
+            self._reject(f"notice must be a JSON object, not {type(obj).__name__}.", raw)
+            return
+        assert self.on_notice is not None
+        try:
+            error = await self.on_notice(obj)
+        except Exception as exc:
+            log.exception("mqtt notice handler failed", payload=raw[:RAW_LIMIT])
+            error = f"internal error handling the notice ({type(exc).__name__})."
+        if error is None:
+            self.metrics.notices.labels(source="mqtt").inc()
+            log.info("mqtt notice accepted", job_id=obj.get("job_id"),
+                     request_id=obj.get("request_id"))
+        else:
+            self._reject(error, raw)
+
+    def _reject(self, error: str, raw: str) -> None:
+        self.notices_rejected += 1
+        log.warning("mqtt notice rejected", error=error, payload=raw[:RAW_LIMIT])
+        try:
+            payload = encode({"error": error, "payload": raw[:RAW_LIMIT]})
+        except Exception as exc:
+            self._fail("rejection not encodable", exc)
+            return
+        self._enqueue(_Outgoing(self.rejected_topic, payload, 1, "rejection", durable=False))
+
+
+def _retrieve_disconnect_error(client: aiomqtt.Client) -> None:
+    # aiomqtt stores an unexpected disconnect as the exception of a private future; if
+    # the reader was cancelled before it looked, asyncio would log "Future exception was
+    # never retrieved" when the client is collected.
+    fut = getattr(client, "_disconnected", None)
+    if isinstance(fut, asyncio.Future) and fut.done() and not fut.cancelled():
+        with contextlib.suppress(Exception):
+            fut.exception()

@@ -1,0 +1,126 @@
+"""Plain data the daemon keeps outside the engine: job records, stimuli, events.
+
+The engine's own objects are only touched in the engine thread; the event loop answers
+queries from these records, which the engine thread builds after each iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..core.engine import Ecc
+from ..core.job import Job, JobClass, JobSpec, JobState, Notice
+
+PENDING = "pending"  # accepted; the engine has not seen it arrive yet
+WAITING_STATES = ("queued", "preempted")
+HOLDING_STATES = ("running", "checkpointing")
+FINAL_STATES = ("completed", "killed", "cancelled", "failed")
+
+# Transition (state, cause) -> event kind.
+_EVENT_OF_STATE = {
+    JobState.QUEUED: "queued", JobState.RUNNING: "started",
+    JobState.CHECKPOINTING: "checkpointing", JobState.PREEMPTED: "preempted",
+    JobState.COMPLETED: "completed", JobState.KILLED: "killed",
+    JobState.CANCELLED: "cancelled", JobState.FAILED: "failed",
+}
+
+
+def event_kind(state: JobState, cause: str) -> str:
+    if state is JobState.RUNNING and cause == "resize":
+        return "resized"
+    return _EVENT_OF_STATE[state]
+
+
+@dataclass
+class JobRecord:
+    job_id: int
+    state: str
+    job_class: str  # JobClass letter
+    nodes: int
+    walltime: float
+    submit: float
+    owner: str = ""
+    min_nodes: int = -1
+    alloc_nodes: int = 0
+    first_start: float = -1.0
+    last_start: float = -1.0
+    predicted_end: float = -1.0
+    end_time: float = -1.0
+    preemptions: int = 0
+    user: int = -1
+    project: int = -1
+    queue: int = -1
+    block: str = ""
+    requested_start: float = -1.0
+    executed: float = 0.0
+    checkpoints: int = 0
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def wait(self, now: float) -> float:
+        if self.first_start >= 0:
+            return self.first_start - self.submit
+        end = self.end_time if self.end_time >= 0 else now
+        return max(0.0, end - self.submit)
+
+
+def record_of_spec(spec: JobSpec, owner: str) -> JobRecord:
+    return JobRecord(spec.id, PENDING, spec.job_class.value, spec.nodes, spec.walltime,
+                     spec.submit, owner=owner, min_nodes=spec.min_nodes, user=spec.user,
+                     project=spec.project, queue=spec.queue,
+                     requested_start=spec.requested_start)
+
+
+def record_of_job(job: Job, block: str) -> JobRecord:
+    return JobRecord(
+        job.id, job.state.value, job.job_class.value, job.nodes, job.walltime, job.submit,
+        min_nodes=job.min_nodes, alloc_nodes=job.alloc_nodes, first_start=job.first_start,
+        last_start=job.last_start,
+        predicted_end=job.predicted_end if job.state.holds_nodes else -1.0,
+        end_time=job.end_time, preemptions=job.preemptions, user=job.user,
+        project=job.project, queue=job.queue, block=block,
+        requested_start=job.requested_start,
+    )
+
+
+# ---------------------------------------------------------------- stimuli
+# A stimulus is what a client asked for, as journalled: its kind and a JSON body.
+STIMULUS_KINDS = ("submit", "cancel", "notice", "ecc", "checkpoint_done")
+
+
+@dataclass
+class Stimulus:
+    kind: str
+    body: dict[str, Any]
+    owner: str = ""
+    request_id: str = ""
+    seq: int = 0  # journal sequence number, set when committed
+    response: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def job_id(self) -> int:
+        return int(self.body["id"] if self.kind == "submit" else self.body["job_id"])
+
+
+def spec_body(spec: JobSpec) -> dict[str, Any]:
+    body = asdict(spec)
+    body["job_class"] = spec.job_class.value
+    body.pop("notice")
+    return body
+
+
+def spec_of_body(body: dict[str, Any]) -> JobSpec:
+    fields = dict(body)
+    fields["job_class"] = JobClass.from_letter(fields["job_class"])
+    return JobSpec(**fields)
+
+
+def notice_of_body(body: dict[str, Any]) -> Notice:
+    return Notice(body["time"], body["est_arrival"], body["nodes"], body["walltime"])
+
+
+def ecc_of_body(body: dict[str, Any]) -> Ecc:
+    return Ecc(body["job_id"], body["time"], body["kind"], body["amount"])

@@ -1,0 +1,282 @@
+"""`schedd serve`: build the engine, recover the journal, serve gRPC, metrics and MQTT.
+
+Startup order: journal (refuse one written with other settings) -> engine and recovery ->
+gRPC server (with health checking and reflection) -> metrics -> MQTT bus -> iterations.
+SIGTERM/SIGINT stop it cleanly (health goes NOT_SERVING, progress is written); a crash or
+`kill -9` loses nothing that was acknowledged (docs/daemon.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import signal
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+
+from ..core.cluster import Cluster
+from ..core.engine import Command, Engine, EngineOptions
+from ..policies import make_policy
+from ..v1 import scheduler_pb2 as pb
+from ..v1 import scheduler_pb2_grpc as pb_grpc
+from .auth import ANONYMOUS_OPERATOR, TokenStore
+from .budget import BudgetedPolicy
+from .clock import VirtualClock
+from .eventlog import EventLog
+from .host import EngineHost
+from .interceptor import SchedulerInterceptor, _principal
+from .journal import Journal, JournalError
+from .logs import configure_logging
+from .metrics import DaemonMetrics
+from .service import Refused, SchedulerService
+
+log = structlog.get_logger("schedd.serve")
+SERVICE_NAME = "schedd.v1.Scheduler"
+
+
+class StartupError(RuntimeError):
+    """The daemon cannot start with these options (one sentence)."""
+
+
+@dataclass
+class Settings:
+    """Everything that defines the run; the journal refuses to be replayed under others."""
+
+    cluster: str
+    policy: str
+    options: list[str]
+    seed: int
+    engine: dict[str, Any]
+    clock: str
+    speedup: float
+
+
+def topic_name(cluster: Cluster, name: str | None) -> str:
+    text = name or cluster.name
+    return re.sub(r"[^a-zA-Z0-9_-]+", "-", text).strip("-") or "cluster"
+
+
+class Daemon:
+    """The assembled daemon; `start()` then `wait()`; `stop()` from a signal or a test."""
+
+    def __init__(self, args: argparse.Namespace):
+        from ..cli import engine_options_from
+        from ..core.cluster_spec import parse_cluster
+        from ..sim import max_job_nodes
+
+        self.args = args
+        self.cluster = parse_cluster(args.cluster)
+        self.name = topic_name(self.cluster, args.name)
+        external = args.agents == "external"
+        self.engine_options: EngineOptions = engine_options_from(
+            args, auto_checkpoint_done=not external, keep_finished=True,
+            checkpoint_timeout_s=args.checkpoint_timeout if external else 0.0)
+        primary = make_policy(args.policy, args.opt, self.cluster)
+        fallback = make_policy(args.fallback, [], self.cluster)
+        self.settings = Settings(args.cluster, args.policy, list(args.opt), args.seed,
+                                 json.loads(json.dumps(asdict(self.engine_options))),
+                                 args.clock, args.speedup)
+        self.tokens = (TokenStore.from_file(args.tokens) if args.tokens
+                       else TokenStore(None))
+        if bool(args.tls_cert) != bool(args.tls_key):
+            raise StartupError("TLS needs both --tls-cert and --tls-key")
+        self.metrics = DaemonMetrics(snapshot=lambda: self.host.snapshot())
+        self.journal = Journal(args.state_db,
+                               on_commit_seconds=self.metrics.journal_commit.observe)
+        self.engine = Engine(self.cluster, None, seed=args.seed, options=self.engine_options)
+        self.policy = BudgetedPolicy(
+            primary, fallback, args.budget, lambda: self.engine.stats["passes"],
+            on_pass=lambda name, s: self.metrics.policy_pass.labels(name).observe(s),
+            on_overrun=lambda *a: self.host.on_overrun(*a))
+        self.engine.policy = self.policy
+        self.clock = VirtualClock(args.clock, args.speedup, args.start_time)
+        self.events = EventLog(self.name)
+        self.host = EngineHost(self.engine, self.policy, self.clock, self.journal,
+                               self.metrics, self.events, tick=args.tick)
+        self.max_job_nodes = max_job_nodes(self.cluster)
+        self.service = SchedulerService(
+            self.host, self.journal, cluster_name=self.name,
+            max_job_nodes=self.max_job_nodes,
+            policy_options=dict(o.partition("=")[::2] for o in args.opt), seed=args.seed,
+            engine_options=json.dumps(self.settings.engine, sort_keys=True),
+            agents=args.agents,
+            policy_spec=json.dumps({"policy": args.policy, "options": list(args.opt),
+                                    "fallback": args.fallback, "budget": args.budget}))
+        self.server: grpc.aio.Server | None = None
+        self.health = health.aio.HealthServicer()
+        self.port = 0
+        self.metrics_port = 0
+        self.bus: Any = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stopped = asyncio.Event()
+        self._metrics_server: Any = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def _recover(self) -> None:
+        rec = self.journal.load()
+        meta = {"settings": json.dumps(asdict(self.settings), sort_keys=True)}
+        if rec.empty:
+            self.journal.write_meta(meta)
+            return
+        if rec.meta.get("settings") != meta["settings"]:
+            before = json.loads(rec.meta.get("settings", "{}"))
+            now = asdict(self.settings)
+            diff = [k for k in now if json.loads(json.dumps(now[k])) != before.get(k)]
+            raise StartupError(
+                f"the journal {self.args.state_db} was written with other settings "
+                f"({', '.join(diff) or 'unknown'} differ); start with the same options or "
+                "give a new --state-db")
+        replayed = self.host.recover(rec)
+        self.service.known_ids = set(self.host.records)
+        self.service.next_id = max(self.service.known_ids, default=0) + 1
+        self.service.remember_requests([st for st, _ in rec.stimuli])
+        log.info("recovered from the journal", stimuli=replayed,
+                 jobs=len(self.host.records), engine_time=self.host.engine_time,
+                 clock=self.clock.now())
+
+    async def start(self) -> None:
+        self._recover()
+        server = grpc.aio.server(
+            interceptors=[SchedulerInterceptor(self.tokens, self.metrics)],
+            options=[("grpc.so_reuseport", 0)])
+        pb_grpc.add_SchedulerServicer_to_server(self.service, server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (pb.DESCRIPTOR.services_by_name["Scheduler"].full_name,
+             reflection.SERVICE_NAME, health.SERVICE_NAME), server)
+        host, port = self.args.listen
+        address = f"{host}:{port}"
+        if self.args.tls_cert:
+            with open(self.args.tls_key, "rb") as k, open(self.args.tls_cert, "rb") as c:
+                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+            self.port = server.add_secure_port(address, creds)
+        else:
+            self.port = server.add_insecure_port(address)
+        if self.port == 0:
+            raise StartupError(f"cannot listen on {address}")
+        await server.start()
+        self.server = server
+        if self.args.metrics_port:
+            try:
+                self._metrics_server, _ = start_http_server(
+                    self.args.metrics_port, addr=self.args.metrics_host,
+                    registry=self.metrics.registry)
+            except OSError as err:
+                raise StartupError(f"cannot serve metrics on {self.args.metrics_host}:"
+                                   f"{self.args.metrics_port}: {err.strerror}") from None
+            self.metrics_port = self._metrics_server.server_port
+        if self.args.mqtt:
+            self._start_bus()
+        self._tasks.append(asyncio.create_task(self.host.run(), name="schedd-host"))
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        log.info("serving", listen=f"{host}:{self.port}", tls=bool(self.args.tls_cert),
+                 auth=self.tokens.enabled, cluster=self.name, policy=self.policy.name,
+                 clock=self.clock.mode, speedup=self.clock.speedup,
+                 metrics_port=self.metrics_port or None, state_db=self.args.state_db)
+
+    def _start_bus(self) -> None:
+        from .mqtt import MqttBus
+
+        mhost, mport = self.args.mqtt
+        self.bus = MqttBus(host=mhost, port=mport, cluster=self.name, metrics=self.metrics,
+                           on_notice=self._mqtt_notice)
+        self.events.add_listener(self.bus.publish_event)
+        self.host.bus_connected = lambda: bool(self.bus.connected)
+        self.host.command_listeners.append(self._publish_command)
+        self._tasks.append(asyncio.create_task(self.bus.run(), name="schedd-mqtt"))
+
+    def _publish_command(self, cmd: Command) -> None:
+        rec = self.host.records.get(cmd.job_id)
+        self.bus.publish_control(cmd.job_id, {
+            "command": cmd.kind, "job_id": cmd.job_id, "time": cmd.time,
+            "deadline": cmd.deadline, "nodes": rec.alloc_nodes if rec else 0,
+            "cluster": self.name})
+
+    async def _mqtt_notice(self, payload: dict[str, Any]) -> str | None:
+        """A notice published by an instrument: the RPC's validation, then the journal."""
+        from .records import Stimulus
+
+        _principal.set(ANONYMOUS_OPERATOR)
+        try:
+            body = self.service.notice_body(
+                int(payload["job_id"]), float(payload["expected_arrival"]),
+                int(payload["nodes"]), float(payload["walltime"]),
+                float(payload["notice_time"]) if "notice_time" in payload else None,
+                source="mqtt")
+            await self.journal.append([Stimulus("notice", body, "mqtt")])
+        except (KeyError, TypeError, ValueError) as err:
+            return f"a notice needs job_id, expected_arrival, nodes and walltime ({err})"
+        except (Refused, JournalError) as err:
+            return str(err)
+        return None
+
+    async def wait(self) -> None:
+        await self._stopped.wait()
+
+    async def stop(self, grace: float = 2.0) -> None:
+        if self._stopped.is_set():
+            return
+        await self.health.enter_graceful_shutdown()
+        if self.server is not None:
+            await self.server.stop(grace)
+        await self.host.stop()
+        self.events.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.host.close()
+        self.journal.close()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+        self._stopped.set()
+        log.info("stopped")
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    daemon = Daemon(args)
+    await daemon.start()
+    print(f"schedd: serving {daemon.name} on {args.listen[0]}:{daemon.port}"
+          + (f", metrics on http://{args.metrics_host}:{daemon.metrics_port}/metrics"
+             if daemon.metrics_port else ""), file=sys.stderr, flush=True)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda: asyncio.ensure_future(daemon.stop()))
+    await daemon.wait()
+    return 0
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    from ..core.cluster import ClusterError
+    from ..policies import PolicyError
+    from .auth import TokenFileError
+
+    configure_logging(args.log_format, args.log_level)
+    if args.check_config:
+        shown = {k: v for k, v in vars(args).items() if k not in ("command", "check_config")}
+        print(json.dumps(shown, indent=2, sort_keys=True, default=str))
+        try:  # builds everything but the journal file
+            Daemon(argparse.Namespace(**{**vars(args), "state_db": ":memory:"})).journal.close()
+        except (ClusterError, PolicyError, TokenFileError, StartupError, JournalError) as err:
+            print(f"schedd: error: {err}", file=sys.stderr)
+            return 2
+        return 0
+    try:
+        return asyncio.run(_serve(args))
+    except (ClusterError, PolicyError, TokenFileError, StartupError, JournalError) as err:
+        print(f"schedd: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

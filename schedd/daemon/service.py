@@ -1,0 +1,635 @@
+"""The gRPC servicer: validates every request, journals accepted ones, answers from records.
+
+Every refusal is one sentence with the right status: INVALID_ARGUMENT for a malformed
+request, NOT_FOUND for an unknown job, FAILED_PRECONDITION for a request the job's state
+does not allow, ALREADY_EXISTS for a job id in use, PERMISSION_DENIED for another user's
+job. A repeated `request_id` with the same request gets the first answer (idempotent); with
+a different request it is ALREADY_EXISTS. Protobuf stops here: the host and the engine see
+plain Python values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from collections.abc import AsyncIterator
+from typing import Any, NoReturn
+
+import grpc
+import structlog
+
+from ..core.engine import Engine
+from ..core.job import JobClass, JobSpec
+from ..v1 import scheduler_pb2 as pb
+from ..v1 import scheduler_pb2_grpc as pb_grpc
+from .clock import ClockError
+from .host import CLASS_NAMES, EngineHost
+from .interceptor import current_principal
+from .journal import Journal, JournalError
+from .records import FINAL_STATES, PENDING, JobRecord, Stimulus, spec_body
+
+log = structlog.get_logger("schedd.rpc")
+
+CLASS_OF_PB = {pb.JOB_CLASS_UNSPECIFIED: JobClass.BATCH, pb.JOB_CLASS_BATCH: JobClass.BATCH,
+               pb.JOB_CLASS_REALTIME: JobClass.REALTIME,
+               pb.JOB_CLASS_ON_DEMAND: JobClass.ONDEMAND,
+               pb.JOB_CLASS_MALLEABLE: JobClass.MALLEABLE,
+               pb.JOB_CLASS_DEDICATED: JobClass.DEDICATED}
+PB_OF_LETTER = {"B": pb.JOB_CLASS_BATCH, "R": pb.JOB_CLASS_REALTIME,
+                "O": pb.JOB_CLASS_ON_DEMAND, "M": pb.JOB_CLASS_MALLEABLE,
+                "D": pb.JOB_CLASS_DEDICATED}
+PB_OF_STATE = {PENDING: pb.JOB_STATE_PENDING, "queued": pb.JOB_STATE_QUEUED,
+               "running": pb.JOB_STATE_RUNNING, "checkpointing": pb.JOB_STATE_CHECKPOINTING,
+               "preempted": pb.JOB_STATE_PREEMPTED, "completed": pb.JOB_STATE_COMPLETED,
+               "killed": pb.JOB_STATE_KILLED, "cancelled": pb.JOB_STATE_CANCELLED,
+               "failed": pb.JOB_STATE_FAILED}
+STATE_OF_PB = {v: k for k, v in PB_OF_STATE.items()}
+ECC_OF_PB = {pb.ECC_KIND_ET: "ET", pb.ECC_KIND_RT: "RT", pb.ECC_KIND_EP: "EP",
+             pb.ECC_KIND_RP: "RP"}
+MAX_PAGE = 1000
+RESULT_CHUNK = 8192
+
+
+class Refused(Exception):
+    """A request we answer with a status other than OK."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _invalid(message: str) -> NoReturn:
+    raise Refused(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def _finite(name: str, value: float) -> float:
+    if not math.isfinite(value):
+        _invalid(f"{name} must be a finite number, not {value}")
+    return value
+
+
+class SchedulerService(pb_grpc.SchedulerServicer):
+    def __init__(self, host: EngineHost, journal: Journal, *, cluster_name: str,
+                 max_job_nodes: int, policy_options: dict[str, str], seed: int,
+                 engine_options: str, agents: str, policy_spec: str = "{}"):
+        self.host = host
+        self.journal = journal
+        self.engine: Engine = host.engine
+        self.cluster_name = cluster_name
+        self.max_job_nodes = max_job_nodes
+        self.policy_options = policy_options
+        self.seed = seed
+        self.engine_options = engine_options
+        self.agents = agents
+        self.policy_spec = policy_spec
+        self.known_ids: set[int] = set(host.records)
+        self.next_id = max(self.known_ids, default=0) + 1
+        # request_id -> (fingerprint, stimulus seq, response fields)
+        self.requests: dict[str, tuple[str, int, dict[str, Any]]] = {}
+        self._inflight: dict[str, asyncio.Future[None]] = {}
+
+    def remember_requests(self, stimuli: list[Stimulus]) -> None:
+        """After recovery: the journal's request ids answer retries again."""
+        for st in stimuli:
+            if st.request_id:
+                self.requests[st.request_id] = (st.response.get("_fp", ""), st.seq,
+                                                st.response)
+
+    # ------------------------------------------------------------------ helpers
+    def _now(self) -> float:
+        return self.host.clock.now()
+
+    def _record(self, job_id: int) -> JobRecord:
+        rec = self.host.records.get(job_id)
+        if rec is None:
+            raise Refused(grpc.StatusCode.NOT_FOUND, f"there is no job {job_id}")
+        structlog.contextvars.bind_contextvars(job_id=job_id)
+        return rec
+
+    def _owned(self, job_id: int) -> JobRecord:
+        rec = self._record(job_id)
+        principal = current_principal()
+        if not principal.may_act_on(rec.owner):
+            raise Refused(grpc.StatusCode.PERMISSION_DENIED,
+                          f"job {job_id} belongs to {rec.owner or 'nobody'}; {principal.user} "
+                          "may act on its own jobs only")
+        return rec
+
+    def _live(self, job_id: int, action: str) -> JobRecord:
+        rec = self._owned(job_id)
+        if rec.final:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
+                          f"cannot {action} job {job_id}: it is already {rec.state}")
+        return rec
+
+    async def _commit(self, stimuli: list[Stimulus]) -> None:
+        try:
+            await self.journal.append(stimuli)
+        except JournalError as err:
+            raise Refused(grpc.StatusCode.UNAVAILABLE, str(err)) from None
+        if len(stimuli) == 1:
+            structlog.contextvars.bind_contextvars(stimulus_id=stimuli[0].seq)
+
+    async def _once(self, request: Any, context: grpc.aio.ServicerContext,
+                    build: Any) -> dict[str, Any]:
+        """Idempotency by request_id: run `build` (which journals) once per request id."""
+        rid = request.request_id
+        if not rid:
+            return dict(await build())
+        fp = hashlib.sha256(type(request).__name__.encode()
+                            + request.SerializeToString(deterministic=True)).hexdigest()[:32]
+        while rid in self._inflight:  # the same request racing with itself
+            await asyncio.shield(self._inflight[rid])
+        seen = self.requests.get(rid)
+        if seen is not None:
+            if seen[0] != fp:
+                raise Refused(grpc.StatusCode.ALREADY_EXISTS,
+                              f"request id {rid!r} was already used for a different request")
+            return {**seen[2], "duplicate": True, "stimulus_id": seen[1]}
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._inflight[rid] = done
+        try:
+            response = dict(await build(fp))
+            self.requests[rid] = (fp, response["stimulus_id"], response)
+            return response
+        finally:
+            del self._inflight[rid]
+            done.set_result(None)
+
+    async def _guard(self, context: grpc.aio.ServicerContext, coro: Any) -> Any:
+        try:
+            return await coro
+        except Refused as err:
+            await context.abort(err.code, str(err))
+        except (grpc.aio.AbortError, asyncio.CancelledError):
+            raise
+        except Exception:  # the daemon never crashes on input: log it, answer INTERNAL
+            log.exception("internal error")
+            await context.abort(grpc.StatusCode.INTERNAL,
+                                "the daemon failed on this request; see its log")
+
+    # ------------------------------------------------------------------ submission
+    def _spec(self, r: pb.SubmitJobRequest, index: str = "") -> JobSpec:
+        where = f"job {index}: " if index else ""
+        if r.job_class not in CLASS_OF_PB:
+            _invalid(f"{where}unknown job class {r.job_class}")
+        cls = CLASS_OF_PB[r.job_class]
+        if r.nodes < 1:
+            _invalid(f"{where}nodes must be at least 1, got {r.nodes}")
+        if self.engine.cluster.alloc_size(r.nodes) is None:
+            _invalid(f"{where}{r.nodes} nodes is more than {self.cluster_name} can give one "
+                     f"job ({self.max_job_nodes})")
+        walltime = _finite("walltime", r.walltime)
+        if walltime <= 0:
+            _invalid(f"{where}walltime must be positive, got {r.walltime:g}")
+        runtime = _finite("runtime", r.runtime)
+        if runtime < 0:
+            _invalid(f"{where}runtime must not be negative, got {r.runtime:g}")
+        if _finite("setup", r.setup) < 0:
+            _invalid(f"{where}setup must not be negative, got {r.setup:g}")
+        min_nodes = -1
+        if cls is JobClass.MALLEABLE:
+            min_nodes = r.min_nodes or r.nodes
+            if not 1 <= min_nodes <= r.nodes:
+                _invalid(f"{where}malleable min_nodes {r.min_nodes} must be between 1 and "
+                         f"nodes ({r.nodes})")
+        elif r.min_nodes:
+            _invalid(f"{where}min_nodes is for malleable jobs only")
+        now = self._now()
+        submit = now
+        if r.HasField("submit_time"):
+            submit = max(now, _finite("submit_time", r.submit_time))
+        requested_start = -1.0
+        if r.HasField("requested_start"):
+            requested_start = _finite("requested_start", r.requested_start)
+            if requested_start < now:
+                _invalid(f"{where}requested_start {requested_start:g} is in the past (now "
+                         f"{now:g})")
+        elif cls is JobClass.DEDICATED:
+            _invalid(f"{where}a dedicated job needs a requested_start")
+        if r.job_id < 0:
+            _invalid(f"{where}job_id must be positive (or 0 to get one), got {r.job_id}")
+        for name in ("ckpt_interval", "ckpt_gb_per_node"):
+            if r.HasField(name) and not _finite(name, getattr(r, name)) > 0:
+                _invalid(f"{where}{name} must be positive")
+        return JobSpec(
+            id=r.job_id, submit=submit, runtime=runtime or walltime, nodes=r.nodes,
+            walltime=walltime,
+            user=r.user, project=r.project,
+            job_class=cls, min_nodes=min_nodes, checkpointable=not r.not_checkpointable,
+            ckpt_gb_per_node=r.ckpt_gb_per_node if r.HasField("ckpt_gb_per_node") else -1.0,
+            setup=r.setup, requested_start=requested_start,
+            queue=r.queue,
+            ckpt_interval=r.ckpt_interval if r.HasField("ckpt_interval") else -1.0,
+        )
+
+    def _claim_id(self, spec: JobSpec) -> JobSpec:
+        if spec.id == 0:
+            while self.next_id in self.known_ids:
+                self.next_id += 1
+            spec = _with_id(spec, self.next_id)
+        elif spec.id in self.known_ids:
+            raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"job id {spec.id} is already in use")
+        self.known_ids.add(spec.id)
+        self.next_id = max(self.next_id, spec.id + 1)
+        return spec
+
+    async def SubmitJob(self, request: pb.SubmitJobRequest,
+                        context: grpc.aio.ServicerContext) -> pb.SubmitJobResponse:
+        async def build(fp: str = "") -> dict[str, Any]:
+            spec = self._claim_id(self._spec(request))
+            structlog.contextvars.bind_contextvars(job_id=spec.id)
+            response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
+            st = Stimulus("submit", spec_body(spec), current_principal().user,
+                          request.request_id, response=response)
+            try:
+                await self._commit([st])
+            except Refused:
+                self.known_ids.discard(spec.id)
+                raise
+            return {**response, "stimulus_id": st.seq}
+
+        async def run() -> pb.SubmitJobResponse:
+            r = await self._once(request, context, build)
+            return pb.SubmitJobResponse(job_id=r["job_id"], submit_time=r["submit_time"],
+                                        duplicate=r.get("duplicate", False),
+                                        stimulus_id=r["stimulus_id"])
+
+        return await self._guard(context, run())
+
+    async def SubmitJobs(self, request_iterator: AsyncIterator[pb.SubmitJobRequest],
+                         context: grpc.aio.ServicerContext) -> pb.SubmitJobsResponse:
+        async def run() -> pb.SubmitJobsResponse:
+            owner = current_principal().user
+            stimuli: list[Stimulus] = []
+            ids: list[int] = []
+            duplicates = 0
+            claimed: list[int] = []
+            seen_rids: set[str] = set()
+            try:
+                index = 0
+                async for r in request_iterator:
+                    index += 1
+                    rid = r.request_id
+                    if rid and (rid in self.requests or rid in seen_rids):
+                        prior = self.requests.get(rid)
+                        if prior is None:
+                            _invalid(f"job #{index}: request id {rid!r} repeats within "
+                                     "the stream")
+                        duplicates += 1
+                        ids.append(prior[2]["job_id"])
+                        continue
+                    spec = self._claim_id(self._spec(r, f"#{index}"))
+                    claimed.append(spec.id)
+                    seen_rids.add(rid)
+                    response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": ""}
+                    stimuli.append(Stimulus("submit", spec_body(spec), owner, rid,
+                                            response=response))
+                    ids.append(spec.id)
+                if stimuli:
+                    await self._commit(stimuli)
+            except BaseException:
+                self.known_ids.difference_update(claimed)
+                raise
+            for st in stimuli:
+                if st.request_id:
+                    fp = hashlib.sha256(b"stream" + st.request_id.encode()).hexdigest()[:32]
+                    self.requests[st.request_id] = (fp, st.seq, st.response)
+            return pb.SubmitJobsResponse(job_ids=ids, accepted=len(stimuli),
+                                         duplicates=duplicates)
+
+        return await self._guard(context, run())
+
+    # ------------------------------------------------------------------ job actions
+    async def CancelJob(self, request: pb.CancelJobRequest,
+                        context: grpc.aio.ServicerContext) -> pb.CancelJobResponse:
+        async def build(fp: str = "") -> dict[str, Any]:
+            self._live(request.job_id, "cancel")
+            st = Stimulus("cancel", {"job_id": request.job_id}, current_principal().user,
+                          request.request_id, response={"job_id": request.job_id, "_fp": fp})
+            await self._commit([st])
+            return {**st.response, "stimulus_id": st.seq}
+
+        async def run() -> pb.CancelJobResponse:
+            r = await self._once(request, context, build)
+            return pb.CancelJobResponse(job_id=r["job_id"], stimulus_id=r["stimulus_id"])
+
+        return await self._guard(context, run())
+
+    async def GetJob(self, request: pb.GetJobRequest,
+                     context: grpc.aio.ServicerContext) -> pb.Job:
+        async def run() -> pb.Job:
+            return self._job_pb(self._record(request.job_id))
+
+        return await self._guard(context, run())
+
+    async def ListJobs(self, request: pb.ListJobsRequest,
+                       context: grpc.aio.ServicerContext) -> pb.ListJobsResponse:
+        async def run() -> pb.ListJobsResponse:
+            size = request.page_size or 100
+            if not 1 <= size <= MAX_PAGE:
+                _invalid(f"page_size must be between 1 and {MAX_PAGE}, got {size}")
+            after = 0
+            if request.page_token:
+                if not request.page_token.isdigit():
+                    _invalid(f"page_token {request.page_token!r} is not one this daemon gave")
+                after = int(request.page_token)
+            bad = [s for s in request.states if s not in STATE_OF_PB]
+            if bad:
+                _invalid(f"unknown job state {bad[0]}")
+            states = {STATE_OF_PB[s] for s in request.states}
+            classes = set()
+            for c in request.classes:
+                if c not in CLASS_OF_PB:
+                    _invalid(f"unknown job class {c}")
+                classes.add(CLASS_OF_PB[c].value)
+            user = request.user if request.HasField("user") else None
+            matched = sorted(
+                job_id for job_id, rec in self.host.records.items()
+                if (not states or rec.state in states)
+                and (not classes or rec.job_class in classes)
+                and (user is None or rec.user == user)
+                and (not request.owner or rec.owner == request.owner))
+            start = _bisect_after(matched, after)
+            page = matched[start:start + size]
+            token = str(page[-1]) if start + size < len(matched) else ""
+            return pb.ListJobsResponse(jobs=[self._job_pb(self.host.records[i]) for i in page],
+                                       next_page_token=token, total=len(matched))
+
+        return await self._guard(context, run())
+
+    async def AdvanceNotice(self, request: pb.AdvanceNoticeRequest,
+                            context: grpc.aio.ServicerContext) -> pb.AdvanceNoticeResponse:
+        async def build(fp: str = "") -> dict[str, Any]:
+            body = self.notice_body(request.job_id, request.expected_arrival, request.nodes,
+                                    request.walltime,
+                                    request.notice_time if request.HasField("notice_time")
+                                    else None)
+            st = Stimulus("notice", body, current_principal().user, request.request_id,
+                          response={"_fp": fp})
+            await self._commit([st])
+            return {**st.response, "stimulus_id": st.seq}
+
+        async def run() -> pb.AdvanceNoticeResponse:
+            r = await self._once(request, context, build)
+            return pb.AdvanceNoticeResponse(stimulus_id=r["stimulus_id"])
+
+        return await self._guard(context, run())
+
+    def notice_body(self, job_id: int, arrival: float, nodes: int, walltime: float,
+                    notice_time: float | None, source: str = "rpc") -> dict[str, Any]:
+        """Validate an advance notice (RPC and MQTT share this)."""
+        if job_id < 1:
+            _invalid(f"job_id must be positive, got {job_id}")
+        if job_id in self.host.records:
+            rec = self._owned(job_id)
+            if rec.state != PENDING:
+                raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
+                              f"job {job_id} has already arrived ({rec.state}); a notice "
+                              "comes before the job")
+        now = self._now()
+        when = now if notice_time is None else max(now, _finite("notice_time", notice_time))
+        if _finite("expected_arrival", arrival) < when:
+            _invalid(f"expected_arrival {arrival:g} is in the past (now {when:g})")
+        if nodes < 1 or self.engine.cluster.alloc_size(nodes) is None:
+            _invalid(f"nodes must be between 1 and {self.max_job_nodes}, got {nodes}")
+        if not _finite("walltime", walltime) > 0:
+            _invalid(f"walltime must be positive, got {walltime:g}")
+        return {"job_id": job_id, "time": when, "est_arrival": arrival, "nodes": nodes,
+                "walltime": walltime, "source": source}
+
+    async def ElasticControl(self, request: pb.ElasticControlRequest,
+                             context: grpc.aio.ServicerContext) -> pb.ElasticControlResponse:
+        async def build(fp: str = "") -> dict[str, Any]:
+            kind = ECC_OF_PB.get(request.kind)
+            if kind is None:
+                _invalid(f"unknown elastic control command type {request.kind}; expected "
+                         "ET, RT, EP or RP")
+            amount = _finite("amount", request.amount)
+            if amount <= 0:
+                _invalid(f"amount must be positive, got {request.amount:g}")
+            if kind in ("EP", "RP") and not amount.is_integer():
+                _invalid(f"{kind} changes nodes: amount must be a whole number, got {amount:g}")
+            self._live(request.job_id, "apply an elastic control command to")
+            now = self._now()
+            when = max(now, _finite("time", request.time)) if request.HasField("time") else now
+            st = Stimulus("ecc", {"job_id": request.job_id, "time": when, "kind": kind,
+                                  "amount": amount},
+                          current_principal().user, request.request_id, response={"_fp": fp})
+            await self._commit([st])
+            return {**st.response, "stimulus_id": st.seq}
+
+        async def run() -> pb.ElasticControlResponse:
+            r = await self._once(request, context, build)
+            return pb.ElasticControlResponse(stimulus_id=r["stimulus_id"])
+
+        return await self._guard(context, run())
+
+    async def CheckpointDone(self, request: pb.CheckpointDoneRequest,
+                             context: grpc.aio.ServicerContext) -> pb.CheckpointDoneResponse:
+        async def build(fp: str = "") -> dict[str, Any]:
+            rec = self._owned(request.job_id)
+            if rec.state != "checkpointing":
+                raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
+                              f"job {request.job_id} was not asked to checkpoint (it is "
+                              f"{rec.state})")
+            st = Stimulus("checkpoint_done", {"job_id": request.job_id},
+                          current_principal().user, request.request_id, response={"_fp": fp})
+            await self._commit([st])
+            return {**st.response, "stimulus_id": st.seq}
+
+        async def run() -> pb.CheckpointDoneResponse:
+            r = await self._once(request, context, build)
+            return pb.CheckpointDoneResponse(stimulus_id=r["stimulus_id"])
+
+        return await self._guard(context, run())
+
+    # ------------------------------------------------------------------ events
+    async def WatchEvents(self, request: pb.WatchEventsRequest,
+                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Event]:
+        events = self.host.events
+        kinds = set(request.kinds)
+        job_id = request.job_id
+
+        def wanted(e: dict[str, Any]) -> bool:
+            return (not kinds or e["kind"] in kinds) and (not job_id or e["job_id"] == job_id)
+
+        queue = events.watch()
+        try:
+            last = events.last_seq
+            if request.from_seq:
+                if request.from_seq < events.oldest_seq:
+                    await context.abort(grpc.StatusCode.OUT_OF_RANGE,
+                                        f"events before {events.oldest_seq} are no longer kept")
+                for old in events.since(request.from_seq):
+                    last = old["seq"]
+                    if wanted(old):
+                        yield _event_pb(old)
+            while True:
+                e = await queue.get()
+                if e is None:
+                    await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                        f"the event stream was cut off after {last}; resume "
+                                        f"with from_seq={last + 1}")
+                    return
+                if e["seq"] <= last:
+                    continue
+                last = e["seq"]
+                if wanted(e):
+                    yield _event_pb(e)
+        finally:
+            events.unwatch(queue)
+
+    # ------------------------------------------------------------------ cluster, results
+    async def GetCluster(self, request: pb.GetClusterRequest,
+                         context: grpc.aio.ServicerContext) -> pb.ClusterInfo:
+        host = self.host
+        snap = host.snapshot()
+        queue: dict[str, list[int]] = {}
+        running: dict[str, list[int]] = {}
+        pending = finished = 0
+        for rec in host.records.values():
+            if rec.state in ("queued", "preempted"):
+                q = queue.setdefault(rec.job_class, [0, 0])
+            elif rec.state in ("running", "checkpointing"):
+                q = running.setdefault(rec.job_class, [0, 0])
+            else:
+                pending += rec.state == PENDING
+                finished += rec.state in FINAL_STATES
+                continue
+            q[0] += 1
+            q[1] += rec.nodes if q is queue.get(rec.job_class) else rec.alloc_nodes
+        c = host.cluster_snapshot
+        counters = {k: float(v) for k, v in self.engine_stats().items()}
+        return pb.ClusterInfo(
+            name=self.cluster_name, total_nodes=self.engine.cluster.total_nodes,
+            free_nodes=c.free, busy_nodes=snap.nodes["busy"], down_nodes=c.down,
+            reserved_nodes=c.reserved, utilisation=snap.utilisation,
+            partitions=[pb.Partition(block=b, nodes=n, job_id=j) for b, n, j in c.partitions],
+            queue_by_class=[pb.ClassCount(job_class=PB_OF_LETTER[k], jobs=v[0], nodes=v[1])
+                            for k, v in sorted(queue.items())],
+            running_by_class=[pb.ClassCount(job_class=PB_OF_LETTER[k], jobs=v[0], nodes=v[1])
+                              for k, v in sorted(running.items())],
+            clock=self._clock_pb(), policy=host.policy.name,
+            policy_options=self.policy_options, seed=self.seed, pending=pending,
+            finished=finished, counters=counters, max_job_nodes=self.max_job_nodes,
+            engine_options=self.engine_options, cluster=self.engine.cluster.name,
+            policy_spec=self.policy_spec)
+
+    def engine_stats(self) -> dict[str, float]:
+        return dict(self.engine.stats)  # plain ints, written by the engine thread only
+
+    async def GetResults(self, request: pb.GetResultsRequest,
+                         context: grpc.aio.ServicerContext) -> AsyncIterator[pb.ResultChunk]:
+        arrays = await self.host.results()
+        n = len(arrays["id"])
+        for lo in range(0, max(n, 1), RESULT_CHUNK):
+            yield pb.ResultChunk(columns=[
+                pb.ResultColumn(name=name, values=col[lo:lo + RESULT_CHUNK].tolist())
+                for name, col in arrays.items()])
+
+    # ------------------------------------------------------------------ clock
+    def _clock_pb(self) -> pb.Clock:
+        clock, host = self.host.clock, self.host
+        now = clock.now()
+        return pb.Clock(now=now, mode=clock.mode, speedup=clock.speedup, paused=clock.paused,
+                        engine_time=host.engine_time, lag=max(0.0, now - host.engine_time),
+                        idle=host.idle and not host.has_pending())
+
+    async def GetClock(self, request: pb.GetClockRequest,
+                       context: grpc.aio.ServicerContext) -> pb.Clock:
+        return self._clock_pb()
+
+    async def AdvanceClock(self, request: pb.AdvanceClockRequest,
+                           context: grpc.aio.ServicerContext) -> pb.Clock:
+        async def run() -> pb.Clock:
+            which = request.WhichOneof("target")
+            clock = self.host.clock
+            if which is None:
+                _invalid("give one of to, by or until_idle")
+            if which == "until_idle":
+                if not request.until_idle:
+                    _invalid("until_idle must be true when given")
+                if not clock.lockstep:
+                    raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
+                                  "until_idle needs the lockstep clock (--clock lockstep)")
+                await self.host.advance(None, until_idle=True)
+                return self._clock_pb()
+            if which == "by":
+                if not _finite("by", request.by) > 0:
+                    _invalid(f"by must be positive, got {request.by:g}")
+                target = clock.now() + request.by
+            else:
+                target = _finite("to", request.to)
+            try:
+                await self.host.advance(target)
+            except ClockError as err:
+                _invalid(str(err))
+            return self._clock_pb()
+
+        return await self._guard(context, run())
+
+    async def Pause(self, request: pb.PauseRequest,
+                    context: grpc.aio.ServicerContext) -> pb.Clock:
+        async def run() -> pb.Clock:
+            try:
+                self.host.clock.pause()
+            except ClockError as err:
+                raise Refused(grpc.StatusCode.FAILED_PRECONDITION, str(err)) from None
+            self.host.wake()
+            return self._clock_pb()
+
+        return await self._guard(context, run())
+
+    async def Resume(self, request: pb.ResumeRequest,
+                     context: grpc.aio.ServicerContext) -> pb.Clock:
+        async def run() -> pb.Clock:
+            try:
+                self.host.clock.resume()
+            except ClockError as err:
+                raise Refused(grpc.StatusCode.FAILED_PRECONDITION, str(err)) from None
+            self.host.wake()
+            return self._clock_pb()
+
+        return await self._guard(context, run())
+
+    # ------------------------------------------------------------------ conversion
+    def _job_pb(self, rec: JobRecord) -> pb.Job:
+        return pb.Job(
+            job_id=rec.job_id, state=PB_OF_STATE[rec.state],
+            job_class=PB_OF_LETTER[rec.job_class], nodes=rec.nodes, min_nodes=rec.min_nodes,
+            alloc_nodes=rec.alloc_nodes, walltime=rec.walltime, submit_time=rec.submit,
+            first_start=rec.first_start, last_start=rec.last_start,
+            predicted_end=rec.predicted_end, end_time=rec.end_time,
+            preemptions=rec.preemptions, user=rec.user, project=rec.project, queue=rec.queue,
+            owner=rec.owner, block=rec.block, requested_start=rec.requested_start,
+            wait=rec.wait(self.host.engine_time), executed=rec.executed,
+            checkpoints=rec.checkpoints)
+
+
+def _event_pb(e: dict[str, Any]) -> pb.Event:
+    return pb.Event(seq=e["seq"], time=e["time"], kind=e["kind"], job_id=e["job_id"],
+                    state=PB_OF_STATE.get(e["state"], pb.JOB_STATE_UNSPECIFIED),
+                    cause=e["cause"], nodes=e["nodes"], epoch=e["epoch"])
+
+
+def _with_id(spec: JobSpec, job_id: int) -> JobSpec:
+    from dataclasses import replace
+
+    return replace(spec, id=job_id)
+
+
+def _bisect_after(ids: list[int], after: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(ids, after)
+
+
+def class_name(letter: str) -> str:
+    return CLASS_NAMES[letter]
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True)

@@ -1,0 +1,93 @@
+"""Run `schedd serve` as a real subprocess for integration and end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+from schedd.v1 import scheduler_pb2_grpc as pb_grpc
+
+SERVING = re.compile(r"schedd: serving \S+ on ([\d.]+):(\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class DaemonProc:
+    """`schedd serve ARGS` on a free port; `.port`, `.stub()`, `.log()`, `.kill()`."""
+
+    def __init__(self, *args: str, metrics: bool = False, env: dict[str, str] | None = None,
+                 timeout: float = 20.0):
+        self.metrics_port = free_port() if metrics else 0
+        cmd = [sys.executable, "-m", "schedd", "serve", "--listen", "127.0.0.1:0",
+               "--metrics-port", str(self.metrics_port), "--log-format", "json", *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env={**os.environ, **(env or {})})
+        self._lines: list[str] = []
+        self._ready = threading.Event()
+        self.port = 0
+        threading.Thread(target=self._drain, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not self._ready.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise RuntimeError("schedd serve did not start:\n" + self.log())
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._lines.append(line)
+            m = SERVING.search(line)
+            if m and not self._ready.is_set():
+                self.port = int(m.group(2))
+                self._ready.set()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return "".join(self._lines)
+
+    def channel(self) -> grpc.Channel:
+        return grpc.insecure_channel(self.address)
+
+    def stub(self) -> pb_grpc.SchedulerStub:
+        return pb_grpc.SchedulerStub(self.channel())
+
+    def kill(self) -> None:
+        """kill -9: no chance to clean up."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+    def __enter__(self) -> DaemonProc:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
