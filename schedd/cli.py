@@ -36,6 +36,9 @@ def _at_least(low: float, kind: type = float, strict: bool = False):
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     """Checkpoint and failure options, shared by `simulate` and `serve`."""
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import a module (dotted name or .py file) that registers more "
+                        "policies with schedd.policies.register; repeatable")
     ck = parser.add_argument_group("checkpoints and failures")
     ck.add_argument("--ckpt", default="trace", choices=["none", "trace", "sys", "app", "daly"],
                     help="periodic checkpoints: none; per-job interval from the trace (default); "
@@ -117,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .daemon.config import add_serve_parser
 
     add_serve_parser(sub)
-    sub.add_parser("policies", help="list policies with their options and defaults")
+    pol = sub.add_parser("policies", help="list policies with their options and defaults")
+    pol.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                     help="also list the policies this module registers; repeatable")
     cl = sub.add_parser("cluster", help="describe a cluster spec")
     cl.add_argument("spec", help=CLUSTER_FORMS)
     return parser
@@ -134,10 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .core.cluster import ClusterError
     from .core.decisions import DecisionError
-    from .policies import PolicyError
+    from .policies import PolicyError, load_plugin
     from .traces import TraceError
 
     try:
+        for plugin in getattr(args, "plugin", []):
+            load_plugin(plugin)
         if args.command == "simulate":
             return _simulate(args)
         if args.command == "policies":

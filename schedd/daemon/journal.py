@@ -81,6 +81,7 @@ class Journal:
         self._progress: dict[str, Any] = {"applied": [], "overruns": [], "engine_time": None,
                                           "clock": 0.0}
         self._progress_lock = threading.Lock()
+        self._timer: threading.Timer | None = None
         self._last_progress = 0.0
         self._progress_every = progress_every
         self._on_commit_seconds = on_commit_seconds
@@ -201,22 +202,46 @@ class Journal:
     def note_progress(self, applied: list[tuple[int, float]], overruns: list[int],
                       engine_time: float, clock: float, force: bool = False) -> None:
         """Record where the engine got to; written in the background, at most every
-        `progress_every` seconds unless forced."""
+        `progress_every` seconds (a timer writes what a quiet spell left unwritten)."""
         with self._progress_lock:
             p = self._progress
             p["applied"].extend(applied)
             p["overruns"].extend(overruns)
             p["engine_time"], p["clock"] = engine_time, clock
-            now = time.monotonic()
-            if not force and now - self._last_progress < self._progress_every:
+            if not force and time.monotonic() - self._last_progress < self._progress_every:
+                if self._timer is None:
+                    self._timer = threading.Timer(self._progress_every, self._write_later)
+                    self._timer.daemon = True
+                    self._timer.start()
                 return
-            self._last_progress = now
+        self._flush_progress(wait=force)
+
+    def _write_later(self) -> None:
+        with self._progress_lock:
+            self._timer = None
+        self._flush_progress(wait=False)
+
+    def _flush_progress(self, wait: bool) -> None:
+        with self._progress_lock:
+            p = self._progress
+            if p["engine_time"] is None and not p["applied"] and not p["overruns"]:
+                return
+            self._last_progress = time.monotonic()
             self._progress = {"applied": [], "overruns": [], "engine_time": None, "clock": 0.0}
-        future = self._executor.submit(self._write_progress, p)
-        if force:
+        try:
+            future = self._executor.submit(self._write_progress, p)
+        except RuntimeError:  # closed: the final forced write already happened
+            return
+        if wait:
             future.result()
 
     def close(self) -> None:
+        with self._progress_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        self._flush_progress(wait=True)
+
         def close_db() -> None:
             if self._db is not None:
                 self._db.close()
