@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml constraints.txt setup.py $(COMPILED)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
+# The daemon on embedded defaults (journal, metrics, no broker), replaying the bundled
+# workload at 30,000x; prints the results and where to look.
 demo: $(STAMP)
-	$(BIN)/schedd simulate --policy easy --out out/demo
+	$(BIN)/python -m schedd_clients.demo --out out/demo
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest
@@ -28,6 +30,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/daemon.py
 
 # Regenerate the gRPC code from proto/ (the output is committed; CI does not need protoc).
 proto: $(STAMP)

@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drive the daemon's lockstep clock (results equal `schedd simulate`)")
     p.add_argument("--speedup", type=float, default=None, metavar="K",
                    help="accelerated: trace seconds per wall second (default: the daemon's)")
+    p.add_argument("--lead", type=float, default=0.1, metavar="S",
+                   help="accelerated: send each job up to S wall seconds before its trace "
+                   "time, stamped with that time, so RPC latency does not make it late "
+                   "(default 0.1; 0 = send when due)")
     p.add_argument("--window", type=int, default=500, metavar="N",
                    help="lockstep: jobs per window before each AdvanceClock (default 500)")
     p.add_argument("--limit", type=int, default=None, metavar="N",
@@ -234,15 +238,14 @@ class Replay:
                 ref_v, ref_w, last_sync = c.now, time.monotonic(), time.monotonic()
                 self._progress(c.now, lag=c.lag)
             v = ref_v + speedup * (time.monotonic() - ref_w)
-            trace_now = v - shift
+            trace_now = v - shift + speedup * self.args.lead  # the horizon sent ahead
             ni = await self._send_notices(notices, ni, trace_now, shift)
             j = i
             while j < n and specs[j].submit <= trace_now:
                 j += 1
             if j > i:
                 for s in specs[i:j]:
-                    lag = v - (s.submit + shift)
-                    self.max_lag = max(self.max_lag, lag)
+                    self.max_lag = max(self.max_lag, v - (s.submit + shift))
                 await self._submit(specs[i:j], shift)
                 i = j
             ei = await self._send_eccs(eccs, ei, trace_now, shift)

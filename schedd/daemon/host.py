@@ -384,12 +384,14 @@ class EngineHost:
     def snapshot(self) -> StateSnapshot:
         jobs: dict[tuple[str, str], int] = {}
         queue: dict[str, int] = {}
+        first_submit: dict[str, float] = {}
         busy = 0
         for rec in self.records.values():
             cls = CLASS_NAMES.get(rec.job_class, "batch")
             jobs[(rec.state, cls)] = jobs.get((rec.state, cls), 0) + 1
             if rec.state in WAITING_STATES:
                 queue[cls] = queue.get(cls, 0) + 1
+                first_submit[cls] = min(first_submit.get(cls, rec.submit), rec.submit)
             elif rec.state in HOLDING_STATES:
                 busy += rec.alloc_nodes
         total = self.engine.cluster.total_nodes
@@ -398,6 +400,7 @@ class EngineHost:
         now = self.clock.now()
         return StateSnapshot(
             jobs=jobs, queue=queue,
+            oldest_wait={c: max(0.0, self.engine_time - t) for c, t in first_submit.items()},
             nodes={"busy": busy, "free": c.free, "down": c.down, "reserved": c.reserved},
             utilisation=busy / up, virtual_time=now, engine_time=self.engine_time,
             clock_lag=max(0.0, now - self.engine_time),

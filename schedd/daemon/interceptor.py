@@ -60,6 +60,13 @@ class SchedulerInterceptor(grpc.aio.ServerInterceptor):
     # ------------------------------------------------------------------ wrapping
     def _wrap(self, handler: Any, method: str, principal: Principal) -> Any:
         metrics = self._metrics
+        deserialize = _tolerant(handler.request_deserializer)
+
+        async def check(request: Any, context: grpc.aio.ServicerContext) -> None:
+            if isinstance(request, Undecodable):
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                    f"the request is not a valid {method} message "
+                                    f"({request.reason})")
 
         def enter() -> float:
             _principal.set(principal)
@@ -71,6 +78,7 @@ class SchedulerInterceptor(grpc.aio.ServerInterceptor):
             code = context.code() or grpc.StatusCode.OK
             name = code.name if isinstance(code, grpc.StatusCode) else str(code)
             metrics.rpc_requests.labels(method, name).inc()
+            metrics.rpc_seconds.labels(method).observe(time.perf_counter() - started)
             if name != "OK":
                 log.info("rpc refused", code=name, details=context.details(),
                          seconds=round(time.perf_counter() - started, 6))
@@ -81,25 +89,32 @@ class SchedulerInterceptor(grpc.aio.ServerInterceptor):
             async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 started = enter()
                 try:
+                    await check(request, context)
                     return await inner(request, context)
                 finally:
                     leave(context, started)
 
             return grpc.unary_unary_rpc_method_handler(
-                unary_unary, handler.request_deserializer, handler.response_serializer)
+                unary_unary, deserialize, handler.response_serializer)
         if handler.stream_unary is not None:
             inner_su = handler.stream_unary
 
             async def stream_unary(requests: AsyncIterator[Any],
                                    context: grpc.aio.ServicerContext) -> Any:
                 started = enter()
+
+                async def checked() -> AsyncIterator[Any]:
+                    async for request in requests:
+                        await check(request, context)
+                        yield request
+
                 try:
-                    return await inner_su(requests, context)
+                    return await inner_su(checked(), context)
                 finally:
                     leave(context, started)
 
             return grpc.stream_unary_rpc_method_handler(
-                stream_unary, handler.request_deserializer, handler.response_serializer)
+                stream_unary, deserialize, handler.response_serializer)
         if handler.unary_stream is not None:
             inner_us = handler.unary_stream
 
@@ -107,13 +122,14 @@ class SchedulerInterceptor(grpc.aio.ServerInterceptor):
                                    context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 started = enter()
                 try:
+                    await check(request, context)
                     async for item in inner_us(request, context):
                         yield item
                 finally:
                     leave(context, started)
 
             return grpc.unary_stream_rpc_method_handler(
-                unary_stream, handler.request_deserializer, handler.response_serializer)
+                unary_stream, deserialize, handler.response_serializer)
         return handler  # stream-stream: none in this API
 
     def _refuse(self, handler: Any, code: grpc.StatusCode, method: str, message: str) -> Any:
@@ -136,6 +152,27 @@ class SchedulerInterceptor(grpc.aio.ServerInterceptor):
                 abort, handler.request_deserializer, handler.response_serializer)
         return grpc.unary_stream_rpc_method_handler(
             abort_stream, handler.request_deserializer, handler.response_serializer)
+
+
+class Undecodable:
+    """Stands for request bytes that are not the method's message (answered
+    INVALID_ARGUMENT instead of grpc's UNKNOWN)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception as err:  # DecodeError and friends
+            return Undecodable(str(err)[:120] or type(err).__name__)
+
+    return deserialize
 
 
 def _text(value: Any) -> str | None:

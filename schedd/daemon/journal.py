@@ -183,21 +183,32 @@ class Journal:
         try:
             while self._pending:
                 batch, self._pending = self._pending, []
-                stimuli = [st for group, _ in batch for st in group]
                 try:
-                    await loop.run_in_executor(self._executor, self._write, stimuli)
-                except Exception as err:  # e.g. disk full: every waiter gets the error
-                    for _, done in batch:
-                        if not done.done():
-                            done.set_exception(JournalError(f"journal write failed: {err}"))
-                    continue
-                if self.on_committed is not None:  # hands them to the engine in seq order
-                    self.on_committed(stimuli)
-                for _, done in batch:
-                    if not done.done():
+                    await loop.run_in_executor(self._executor, self._write,
+                                               [st for group, _ in batch for st in group])
+                    outcomes: list[Exception | None] = [None] * len(batch)
+                except Exception:  # one bad group must not fail the others: one by one
+                    outcomes = [await self._write_alone(group) for group, _ in batch]
+                committed = [st for (group, _), err in zip(batch, outcomes, strict=True)
+                             if err is None for st in group]
+                if committed and self.on_committed is not None:
+                    self.on_committed(committed)  # hands them to the engine in seq order
+                for (_, done), err in zip(batch, outcomes, strict=True):
+                    if done.done():
+                        continue
+                    if err is None:
                         done.set_result(None)
+                    else:
+                        done.set_exception(JournalError(f"journal write failed: {err}"))
         finally:
             self._flushing = False
+
+    async def _write_alone(self, group: list[Stimulus]) -> Exception | None:
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._write, group)
+        except Exception as err:  # e.g. disk full, or a request id already journalled
+            return err
+        return None
 
     def note_progress(self, applied: list[tuple[int, float]], overruns: list[int],
                       engine_time: float, clock: float, force: bool = False) -> None:

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -31,6 +38,7 @@ class StateSnapshot:
 
     jobs: dict[tuple[str, str], int] = field(default_factory=dict)  # (state, class) -> n
     queue: dict[str, int] = field(default_factory=dict)  # class -> waiting jobs
+    oldest_wait: dict[str, float] = field(default_factory=dict)  # class -> longest wait now
     nodes: dict[str, int] = field(default_factory=dict)  # busy/free/down/reserved
     utilisation: float = 0.0
     virtual_time: float = 0.0
@@ -59,6 +67,11 @@ class _StateCollector(Collector):
                                   "preempted), by class.", labels=["class"])
         for cls, n in sorted(s.queue.items()):
             queue.add_metric([cls], n)
+        oldest = GaugeMetricFamily(PREFIX + "queue_oldest_wait_seconds", "Virtual seconds "
+                                   "the longest-waiting job of each class has waited so far.",
+                                   labels=["class"])
+        for cls, wait in sorted(s.oldest_wait.items()):
+            oldest.add_metric([cls], wait)
         nodes = GaugeMetricFamily(PREFIX + "nodes", "Nodes by status: busy (held by a "
                                   "job), free, down (failed), reserved (idle in a "
                                   "reservation).", labels=["status"])
@@ -66,6 +79,7 @@ class _StateCollector(Collector):
             nodes.add_metric([status], n)
         yield jobs
         yield queue
+        yield oldest
         yield nodes
         yield GaugeMetricFamily(PREFIX + "utilisation", "Busy nodes over nodes that are up.",
                                 value=s.utilisation)
@@ -127,15 +141,23 @@ class DaemonMetrics:
                                              "down or queue full).", registry=r)
         self.rpc_requests = Counter(PREFIX + "rpc_requests", "gRPC calls by method and "
                                     "status code.", ["method", "code"], registry=r)
+        self.rpc_seconds = Histogram(PREFIX + "rpc_seconds", "Wall time to answer a gRPC "
+                                     "call (streams: until the stream ends), by method.",
+                                     ["method"], buckets=ITERATION_BUCKETS, registry=r)
+        self.info = Info(PREFIX + "daemon", "How this daemon runs: version, cluster, policy, "
+                         "fallback, budget, clock, speed-up.", registry=r)
         self.journal_commit = Histogram(PREFIX + "journal_commit_seconds", "Wall time of one "
                                         "journal commit (a group of stimuli, synced).",
                                         buckets=ITERATION_BUCKETS, registry=r)
         if snapshot is not None:
             r.register(_StateCollector(snapshot))
+            # The usual process_* and python_info series (CPU, memory, start time).
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
 
     def names(self) -> set[str]:
         """Every series name a scrape can show, labelled children or not yet."""
         suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),
-                    "gauge": ("",)}
+                    "gauge": ("",), "info": ("_info",)}
         return {metric.name + suffix for metric in self.registry.collect()
                 for suffix in suffixes.get(metric.type, ("",))}

@@ -104,6 +104,12 @@ class Daemon:
         self.host = EngineHost(self.engine, self.policy, self.clock, self.journal,
                                self.metrics, self.events, tick=args.tick)
         self.max_job_nodes = max_job_nodes(self.cluster)
+        from importlib.metadata import version
+
+        self.metrics.info.info({
+            "version": version("schedd"), "cluster": self.cluster.name, "name": self.name,
+            "policy": args.policy, "fallback": args.fallback, "budget": str(args.budget),
+            "clock": args.clock, "speedup": str(self.clock.speedup)})
         self.service = SchedulerService(
             self.host, self.journal, cluster_name=self.name,
             max_job_nodes=self.max_job_nodes,
@@ -156,14 +162,19 @@ class Daemon:
              reflection.SERVICE_NAME, health.SERVICE_NAME), server)
         host, port = self.args.listen
         address = f"{host}:{port}"
-        if self.args.tls_cert:
-            with open(self.args.tls_key, "rb") as k, open(self.args.tls_cert, "rb") as c:
-                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
-            self.port = server.add_secure_port(address, creds)
-        else:
-            self.port = server.add_insecure_port(address)
+        creds = self._tls_credentials() if self.args.tls_cert else None
+        try:
+            if creds is not None:
+                self.port = server.add_secure_port(address, creds)
+            else:
+                self.port = server.add_insecure_port(address)
+        except RuntimeError:  # grpc: "Failed to bind", also for a bad certificate
+            self.port = 0
         if self.port == 0:
-            raise StartupError(f"cannot listen on {address}")
+            hint = (" (or --tls-cert/--tls-key are not a PEM certificate and its key)"
+                    if self.args.tls_cert else "")
+            raise StartupError(f"cannot listen on {address}: the address is in use or not "
+                               f"local{hint}")
         await server.start()
         self.server = server
         if self.args.metrics_port:
@@ -184,6 +195,20 @@ class Daemon:
                  auth=self.tokens.enabled, cluster=self.name, policy=self.policy.name,
                  clock=self.clock.mode, speedup=self.clock.speedup,
                  metrics_port=self.metrics_port or None, state_db=self.args.state_db)
+
+    def _tls_credentials(self) -> grpc.ServerCredentials:
+        pem = {}
+        for name in ("tls_key", "tls_cert"):
+            path = getattr(self.args, name)
+            try:
+                with open(path, "rb") as f:
+                    pem[name] = f.read()
+            except OSError as err:
+                raise StartupError(f"cannot read --{name.replace('_', '-')} {path}: "
+                                   f"{err.strerror}") from None
+            if b"-----BEGIN" not in pem[name]:
+                raise StartupError(f"--{name.replace('_', '-')} {path} is not a PEM file")
+        return grpc.ssl_server_credentials([(pem["tls_key"], pem["tls_cert"])])
 
     def _start_bus(self) -> None:
         from .mqtt import MqttBus

@@ -49,6 +49,7 @@ STATE_OF_PB = {v: k for k, v in PB_OF_STATE.items()}
 ECC_OF_PB = {pb.ECC_KIND_ET: "ET", pb.ECC_KIND_RT: "RT", pb.ECC_KIND_EP: "EP",
              pb.ECC_KIND_RP: "RP"}
 MAX_PAGE = 1000
+MAX_JOB_ID = 2**53  # ids travel as exact doubles in GetResults
 RESULT_CHUNK = 8192
 
 
@@ -134,19 +135,20 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     async def _once(self, request: Any, context: grpc.aio.ServicerContext,
                     build: Any) -> dict[str, Any]:
-        """Idempotency by request_id: run `build` (which journals) once per request id."""
-        rid = request.request_id
-        if not rid:
+        """Idempotency by request_id: run `build` (which journals) once per request id.
+        Request ids are per user: one user's id never answers another's request."""
+        if not request.request_id:
             return dict(await build())
-        fp = hashlib.sha256(type(request).__name__.encode()
-                            + request.SerializeToString(deterministic=True)).hexdigest()[:32]
+        rid = request_key(request.request_id)
+        fp = fingerprint(request)
         while rid in self._inflight:  # the same request racing with itself
             await asyncio.shield(self._inflight[rid])
         seen = self.requests.get(rid)
         if seen is not None:
             if seen[0] != fp:
-                raise Refused(grpc.StatusCode.ALREADY_EXISTS,
-                              f"request id {rid!r} was already used for a different request")
+                raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"request id "
+                              f"{request.request_id!r} was already used for a different "
+                              "request")
             return {**seen[2], "duplicate": True, "stimulus_id": seen[1]}
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._inflight[rid] = done
@@ -172,31 +174,38 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     # ------------------------------------------------------------------ submission
     def _spec(self, r: pb.SubmitJobRequest, index: str = "") -> JobSpec:
-        where = f"job {index}: " if index else ""
+        try:
+            return self._spec_checked(r)
+        except Refused as err:
+            if index:
+                raise Refused(err.code, f"job {index}: {err}") from None
+            raise
+
+    def _spec_checked(self, r: pb.SubmitJobRequest) -> JobSpec:
         if r.job_class not in CLASS_OF_PB:
-            _invalid(f"{where}unknown job class {r.job_class}")
+            _invalid(f"unknown job class {r.job_class}")
         cls = CLASS_OF_PB[r.job_class]
         if r.nodes < 1:
-            _invalid(f"{where}nodes must be at least 1, got {r.nodes}")
+            _invalid(f"nodes must be at least 1, got {r.nodes}")
         if self.engine.cluster.alloc_size(r.nodes) is None:
-            _invalid(f"{where}{r.nodes} nodes is more than {self.cluster_name} can give one "
+            _invalid(f"{r.nodes} nodes is more than {self.cluster_name} can give one "
                      f"job ({self.max_job_nodes})")
         walltime = _finite("walltime", r.walltime)
         if walltime <= 0:
-            _invalid(f"{where}walltime must be positive, got {r.walltime:g}")
+            _invalid(f"walltime must be positive, got {r.walltime:g}")
         runtime = _finite("runtime", r.runtime)
         if runtime < 0:
-            _invalid(f"{where}runtime must not be negative, got {r.runtime:g}")
+            _invalid(f"runtime must not be negative, got {r.runtime:g}")
         if _finite("setup", r.setup) < 0:
-            _invalid(f"{where}setup must not be negative, got {r.setup:g}")
+            _invalid(f"setup must not be negative, got {r.setup:g}")
         min_nodes = -1
         if cls is JobClass.MALLEABLE:
             min_nodes = r.min_nodes or r.nodes
             if not 1 <= min_nodes <= r.nodes:
-                _invalid(f"{where}malleable min_nodes {r.min_nodes} must be between 1 and "
+                _invalid(f"malleable min_nodes {r.min_nodes} must be between 1 and "
                          f"nodes ({r.nodes})")
         elif r.min_nodes:
-            _invalid(f"{where}min_nodes is for malleable jobs only")
+            _invalid("min_nodes is for malleable jobs only")
         now = self._now()
         submit = now
         if r.HasField("submit_time"):
@@ -205,15 +214,16 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         if r.HasField("requested_start"):
             requested_start = _finite("requested_start", r.requested_start)
             if requested_start < now:
-                _invalid(f"{where}requested_start {requested_start:g} is in the past (now "
+                _invalid(f"requested_start {requested_start:g} is in the past (now "
                          f"{now:g})")
         elif cls is JobClass.DEDICATED:
-            _invalid(f"{where}a dedicated job needs a requested_start")
-        if r.job_id < 0:
-            _invalid(f"{where}job_id must be positive (or 0 to get one), got {r.job_id}")
+            _invalid("a dedicated job needs a requested_start")
+        if not 0 <= r.job_id <= MAX_JOB_ID:
+            _invalid(f"job_id must be between 1 and {MAX_JOB_ID} (or 0 to get one), got "
+                     f"{r.job_id}")
         for name in ("ckpt_interval", "ckpt_gb_per_node"):
             if r.HasField(name) and not _finite(name, getattr(r, name)) > 0:
-                _invalid(f"{where}{name} must be positive")
+                _invalid(f"{name} must be positive")
         return JobSpec(
             id=r.job_id, submit=submit, runtime=runtime or walltime, nodes=r.nodes,
             walltime=walltime,
@@ -229,6 +239,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         if spec.id == 0:
             while self.next_id in self.known_ids:
                 self.next_id += 1
+            if self.next_id > MAX_JOB_ID:
+                raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              "no job id is left to assign; give job_id explicitly")
             spec = _with_id(spec, self.next_id)
         elif spec.id in self.known_ids:
             raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"job id {spec.id} is already in use")
@@ -243,7 +256,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             structlog.contextvars.bind_contextvars(job_id=spec.id)
             response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
             st = Stimulus("submit", spec_body(spec), current_principal().user,
-                          request.request_id, response=response)
+                          request_key(request.request_id), response=response)
             try:
                 await self._commit([st])
             except Refused:
@@ -272,19 +285,24 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 index = 0
                 async for r in request_iterator:
                     index += 1
-                    rid = r.request_id
+                    rid = request_key(r.request_id) if r.request_id else ""
+                    fp = fingerprint(r) if rid else ""
                     if rid and (rid in self.requests or rid in seen_rids):
                         prior = self.requests.get(rid)
                         if prior is None:
-                            _invalid(f"job #{index}: request id {rid!r} repeats within "
-                                     "the stream")
+                            _invalid(f"job #{index}: request id {r.request_id!r} repeats "
+                                     "within the stream")
+                        if prior[0] != fp:
+                            raise Refused(grpc.StatusCode.ALREADY_EXISTS,
+                                          f"job #{index}: request id {r.request_id!r} was "
+                                          "already used for a different request")
                         duplicates += 1
                         ids.append(prior[2]["job_id"])
                         continue
                     spec = self._claim_id(self._spec(r, f"#{index}"))
                     claimed.append(spec.id)
                     seen_rids.add(rid)
-                    response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": ""}
+                    response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
                     stimuli.append(Stimulus("submit", spec_body(spec), owner, rid,
                                             response=response))
                     ids.append(spec.id)
@@ -295,8 +313,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 raise
             for st in stimuli:
                 if st.request_id:
-                    fp = hashlib.sha256(b"stream" + st.request_id.encode()).hexdigest()[:32]
-                    self.requests[st.request_id] = (fp, st.seq, st.response)
+                    self.requests[st.request_id] = (st.response["_fp"], st.seq, st.response)
             return pb.SubmitJobsResponse(job_ids=ids, accepted=len(stimuli),
                                          duplicates=duplicates)
 
@@ -308,7 +325,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         async def build(fp: str = "") -> dict[str, Any]:
             self._live(request.job_id, "cancel")
             st = Stimulus("cancel", {"job_id": request.job_id}, current_principal().user,
-                          request.request_id, response={"job_id": request.job_id, "_fp": fp})
+                          request_key(request.request_id),
+                          response={"job_id": request.job_id, "_fp": fp})
             await self._commit([st])
             return {**st.response, "stimulus_id": st.seq}
 
@@ -367,8 +385,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                                     request.walltime,
                                     request.notice_time if request.HasField("notice_time")
                                     else None)
-            st = Stimulus("notice", body, current_principal().user, request.request_id,
-                          response={"_fp": fp})
+            st = Stimulus("notice", body, current_principal().user,
+                          request_key(request.request_id), response={"_fp": fp})
             await self._commit([st])
             return {**st.response, "stimulus_id": st.seq}
 
@@ -417,7 +435,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             when = max(now, _finite("time", request.time)) if request.HasField("time") else now
             st = Stimulus("ecc", {"job_id": request.job_id, "time": when, "kind": kind,
                                   "amount": amount},
-                          current_principal().user, request.request_id, response={"_fp": fp})
+                          current_principal().user, request_key(request.request_id),
+                          response={"_fp": fp})
             await self._commit([st])
             return {**st.response, "stimulus_id": st.seq}
 
@@ -436,7 +455,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                               f"job {request.job_id} was not asked to checkpoint (it is "
                               f"{rec.state})")
             st = Stimulus("checkpoint_done", {"job_id": request.job_id},
-                          current_principal().user, request.request_id, response={"_fp": fp})
+                          current_principal().user, request_key(request.request_id),
+                          response={"_fp": fp})
             await self._commit([st])
             return {**st.response, "stimulus_id": st.seq}
 
@@ -607,6 +627,17 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             owner=rec.owner, block=rec.block, requested_start=rec.requested_start,
             wait=rec.wait(self.host.engine_time), executed=rec.executed,
             checkpoints=rec.checkpoints)
+
+
+def request_key(request_id: str) -> str:
+    """The journal key of a client request id: scoped to the calling user ("" for none)."""
+    return f"{current_principal().user}/{request_id}" if request_id else ""
+
+
+def fingerprint(request: Any) -> str:
+    """What a request asked for, to tell a retry from a reuse of its request id."""
+    data = type(request).__name__.encode() + request.SerializeToString(deterministic=True)
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def _event_pb(e: dict[str, Any]) -> pb.Event:
