@@ -4,6 +4,7 @@ answered by an external agent (or timed out), notices from instruments, broker o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -46,10 +47,8 @@ def _collect(host: str, port: int, topic: str, action, seconds: float = 3.0,  # 
                     if until and len(got) >= until:
                         return
 
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(read(), seconds)
-            except TimeoutError:
-                pass
             await task
         return got
 
