@@ -386,7 +386,9 @@ class EngineHost:
         queue: dict[str, int] = {}
         first_submit: dict[str, float] = {}
         busy = 0
-        for rec in self.records.values():
+        # Scrapes run in the metrics server's thread: take the values in one C call
+        # (atomic under the GIL) rather than iterate a dict the loop may be growing.
+        for rec in list(self.records.values()):
             cls = CLASS_NAMES.get(rec.job_class, "batch")
             jobs[(rec.state, cls)] = jobs.get((rec.state, cls), 0) + 1
             if rec.state in WAITING_STATES:

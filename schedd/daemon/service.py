@@ -478,7 +478,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
         queue = events.watch()
         try:
-            last = events.last_seq
+            last = max(events.last_seq, request.from_seq - 1)  # nothing before from_seq
             if request.from_seq:
                 if request.from_seq < events.oldest_seq:
                     await context.abort(grpc.StatusCode.OUT_OF_RANGE,
@@ -507,20 +507,21 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                          context: grpc.aio.ServicerContext) -> pb.ClusterInfo:
         host = self.host
         snap = host.snapshot()
-        queue: dict[str, list[int]] = {}
-        running: dict[str, list[int]] = {}
+        queue: dict[str, list[int]] = {}  # class -> [jobs, nodes requested]
+        running: dict[str, list[int]] = {}  # class -> [jobs, nodes held]
         pending = finished = 0
         for rec in host.records.values():
             if rec.state in ("queued", "preempted"):
                 q = queue.setdefault(rec.job_class, [0, 0])
+                q[0] += 1
+                q[1] += rec.nodes
             elif rec.state in ("running", "checkpointing"):
-                q = running.setdefault(rec.job_class, [0, 0])
+                r = running.setdefault(rec.job_class, [0, 0])
+                r[0] += 1
+                r[1] += rec.alloc_nodes
             else:
                 pending += rec.state == PENDING
                 finished += rec.state in FINAL_STATES
-                continue
-            q[0] += 1
-            q[1] += rec.nodes if q is queue.get(rec.job_class) else rec.alloc_nodes
         c = host.cluster_snapshot
         counters = {k: float(v) for k, v in self.engine_stats().items()}
         return pb.ClusterInfo(
