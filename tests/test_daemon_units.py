@@ -123,3 +123,17 @@ def test_check_config_from_the_command_line(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "schedd", "serve", "--config", str(cfg),
                            "--check-config"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "unknown policy 'nonesuch'" in proc.stderr
+
+
+def test_request_context_is_bound_in_every_log_line() -> None:
+    from daemon_proc import DaemonProc
+
+    from schedd.v1 import scheduler_pb2 as pb
+
+    with DaemonProc("--clock", "lockstep", "--log-level", "debug") as d:
+        d.stub().SubmitJob(pb.SubmitJobRequest(job_id=7, nodes=1, walltime=10))
+    lines = [json.loads(x) for x in d.log().splitlines() if x.startswith("{")]
+    accepted = [x for x in lines if x.get("event") == "accepted"]
+    assert accepted, d.log()
+    assert accepted[0]["rpc"] == "SubmitJob" and accepted[0]["job_id"] == 7
+    assert accepted[0]["stimulus_id"] == 1 and accepted[0]["user"] == "operator"

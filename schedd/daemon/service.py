@@ -132,6 +132,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             raise Refused(grpc.StatusCode.UNAVAILABLE, str(err)) from None
         if len(stimuli) == 1:
             structlog.contextvars.bind_contextvars(stimulus_id=stimuli[0].seq)
+        log.debug("accepted", kind=stimuli[0].kind, stimuli=len(stimuli),
+                  first_stimulus_id=stimuli[0].seq)
 
     async def _once(self, request: Any, context: grpc.aio.ServicerContext,
                     build: Any) -> dict[str, Any]:
