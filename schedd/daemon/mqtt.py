@@ -3,7 +3,7 @@
 The bus never blocks the daemon and never raises into it. `publish_event` and
 `publish_control` only encode the message and append it to an in-memory queue; a
 publisher task drains the queue while the broker is connected. When the broker is
-down, events are dropped (they are also in the journal and `WatchEvents`) and control
+down, events are dropped (`WatchEvents` still has them, resumable) and control
 commands are kept, up to `max_queue`, and delivered in order after the reconnect,
 because a job agent that misses a checkpoint request gets killed at the deadline.
 
