@@ -194,7 +194,7 @@ async def _streams(address: str, daemon_pid: int, metrics_port: int, sizes: list
             before = scrape(metrics_port) if metrics_port else {}
             cpu0, dcpu0 = time.process_time(), cpu_seconds(daemon_pid)
             start = time.perf_counter()
-            r = await stub.SubmitJobs(iter(reqs), timeout=120)
+            r = await stub.SubmitJobs(iter([pb.SubmitJobsRequest(jobs=reqs)]), timeout=120)
             seconds = time.perf_counter() - start
             cpu1, dcpu1 = time.process_time(), cpu_seconds(daemon_pid)
             after = scrape(metrics_port) if metrics_port else {}
@@ -275,9 +275,10 @@ async def _bare_server(ports: Any) -> None:
 
         async def SubmitJobs(self, request_iterator: Any, context: Any) -> Any:  # noqa: N802
             ids = []
-            async for _ in request_iterator:
-                self.n += 1
-                ids.append(self.n)
+            async for batch in request_iterator:
+                for _ in batch.jobs:
+                    self.n += 1
+                    ids.append(self.n)
             return pb.SubmitJobsResponse(job_ids=ids, accepted=len(ids))
 
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
@@ -304,8 +305,9 @@ def loaded_daemon(DaemonProc: Any, state_db: str) -> Any:  # noqa: N803 — a cl
             from schedd.v1 import scheduler_pb2_grpc as pb_grpc
 
             stub = pb_grpc.SchedulerStub(channel)
-            r = stub.SubmitJobs(iter([pb.SubmitJobRequest(nodes=64, walltime=1e7)
-                                      for _ in range(QUEUE)]), timeout=120)
+            batch = pb.SubmitJobsRequest(jobs=[pb.SubmitJobRequest(nodes=64, walltime=1e7)
+                                               for _ in range(QUEUE)])
+            r = stub.SubmitJobs(iter([batch]), timeout=120)
             assert r.accepted == QUEUE, r
             stub.AdvanceClock(pb.AdvanceClockRequest(by=1), timeout=120)
             c = stub.GetCluster(pb.GetClusterRequest(), timeout=30)

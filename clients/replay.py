@@ -262,9 +262,9 @@ class Replay:
         requests = [_submit_request(s, shift, f"replay:{name}:{s.id}") for s in specs]
 
         async def send() -> Any:
-            async def stream() -> AsyncIterator[pb.SubmitJobRequest]:
-                for r in requests:
-                    yield r
+            async def stream() -> AsyncIterator[pb.SubmitJobsRequest]:
+                for lo in range(0, len(requests), 1000):  # many jobs per message
+                    yield pb.SubmitJobsRequest(jobs=requests[lo:lo + 1000])
 
             return await self.stub.SubmitJobs(stream(), metadata=self.meta)
 

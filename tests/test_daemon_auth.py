@@ -105,7 +105,8 @@ def every_rpc(stub) -> list[tuple[str, object, object]]:
     return [
         ("SubmitJob", stub.SubmitJob, pb.SubmitJobRequest(job_id=1, nodes=1, walltime=10)),
         ("SubmitJobs", stub.SubmitJobs,
-         iter([pb.SubmitJobRequest(job_id=2, nodes=1, walltime=10)])),
+         iter([pb.SubmitJobsRequest(jobs=[pb.SubmitJobRequest(job_id=2, nodes=1,
+                                                              walltime=10)])])),
         ("CancelJob", stub.CancelJob, pb.CancelJobRequest(job_id=1)),
         ("GetJob", stub.GetJob, pb.GetJobRequest(job_id=1)),
         ("ListJobs", stub.ListJobs, pb.ListJobsRequest()),
@@ -161,8 +162,9 @@ def test_owner_is_the_authenticated_user(stub):
     job_id = new_id()
     submit(stub, job_id, ALICE)
     assert get(stub, job_id, ALICE).owner == "alice"
-    out = stub.SubmitJobs(iter([pb.SubmitJobRequest(job_id=new_id(), nodes=1, walltime=5)]),
-                          timeout=TIMEOUT, metadata=BOB)
+    batch = pb.SubmitJobsRequest(jobs=[pb.SubmitJobRequest(job_id=new_id(), nodes=1,
+                                                           walltime=5)])
+    out = stub.SubmitJobs(iter([batch]), timeout=TIMEOUT, metadata=BOB)
     assert get(stub, out.job_ids[0], BOB).owner == "bob"
     op_job = new_id()
     submit(stub, op_job, OP)

@@ -257,17 +257,23 @@ def test_submit_job_refused_request_id_stays_free(stub):
 
 
 # ---------------------------------------------------------------------------- SubmitJobs
+def batched(jobs):
+    """A SubmitJobs stream of two jobs per message (positions run across messages)."""
+    jobs = list(jobs)
+    return iter([pb.SubmitJobsRequest(jobs=jobs[i:i + 2]) for i in range(0, len(jobs), 2)])
+
+
 def test_submit_jobs_one_bad_job_rejects_the_stream(stub):
     ids = [new_id() for _ in range(5)]
     rids = [f"stream-bad-{i}" for i in ids]
     stream = [job(i, request_id=r) for i, r in zip(ids, rids, strict=True)]
     stream[2] = job(ids[2], nodes=0, request_id=rids[2])
-    refused(stub.SubmitJobs, iter(stream), INVALID, "#3", "nodes")
+    refused(stub.SubmitJobs, batched(stream), INVALID, "#3", "nodes")
     for job_id in ids:
         absent(stub, job_id)
     # the ids and the request ids of the refused stream are free again
     fixed = [job(i, request_id=r) for i, r in zip(ids, rids, strict=True)]
-    out = stub.SubmitJobs(iter(fixed), timeout=TIMEOUT)
+    out = stub.SubmitJobs(batched(fixed), timeout=TIMEOUT)
     assert out.accepted == 5 and out.duplicates == 0 and list(out.job_ids) == ids
 
 
@@ -276,7 +282,7 @@ def test_submit_jobs_bad_job_first_and_last(stub):
         ids = [new_id() for _ in range(3)]
         stream = [job(i) for i in ids]
         stream[bad_at] = job(ids[bad_at], walltime=-1)
-        refused(stub.SubmitJobs, iter(stream), INVALID, f"#{bad_at + 1}", "walltime")
+        refused(stub.SubmitJobs, batched(stream), INVALID, f"#{bad_at + 1}", "walltime")
         for job_id in ids:
             absent(stub, job_id)
 
@@ -285,12 +291,12 @@ def test_submit_jobs_non_finite_names_index(stub):
     ids = [new_id() for _ in range(3)]
     stream = [job(i) for i in ids]
     stream[1] = job(ids[1], walltime=NAN)
-    refused(stub.SubmitJobs, iter(stream), INVALID, "#2", "walltime")
+    refused(stub.SubmitJobs, batched(stream), INVALID, "#2", "walltime")
 
 
 def test_submit_jobs_id_used_twice_in_stream(stub):
     a, b = new_id(), new_id()
-    refused(stub.SubmitJobs, iter([job(a), job(b), job(a)]), EXISTS, str(a))
+    refused(stub.SubmitJobs, batched([job(a), job(b), job(a)]), EXISTS, str(a))
     absent(stub, a)
     absent(stub, b)
 
@@ -298,25 +304,25 @@ def test_submit_jobs_id_used_twice_in_stream(stub):
 def test_submit_jobs_request_id_twice_in_stream(stub):
     a, b = new_id(), new_id()
     rid = f"twice-{a}"
-    refused(stub.SubmitJobs, iter([job(a, request_id=rid), job(b, request_id=rid)]), INVALID,
+    refused(stub.SubmitJobs, batched([job(a, request_id=rid), job(b, request_id=rid)]), INVALID,
             "#2", rid)
     absent(stub, a)
 
 
 def test_submit_jobs_empty_stream(stub):
-    out = stub.SubmitJobs(iter([]), timeout=TIMEOUT)
+    out = stub.SubmitJobs(batched([]), timeout=TIMEOUT)
     assert out.accepted == 0 and out.duplicates == 0 and not out.job_ids
 
 
 def test_submit_jobs_hundred_then_replayed(stub):
     user = new_user()
     stream = [job(0, walltime=5, user=user, request_id=f"bulk-{user}-{k}") for k in range(100)]
-    out = stub.SubmitJobs(iter(stream), timeout=TIMEOUT)
+    out = stub.SubmitJobs(batched(stream), timeout=TIMEOUT)
     assert out.accepted == 100 and out.duplicates == 0
     assert len(set(out.job_ids)) == 100
     jobs = list_all(stub, user=user)
     assert sorted(j.job_id for j in jobs) == sorted(out.job_ids)
-    again = stub.SubmitJobs(iter(stream), timeout=TIMEOUT)
+    again = stub.SubmitJobs(batched(stream), timeout=TIMEOUT)
     assert again.accepted == 0 and again.duplicates == 100
     assert list(again.job_ids) == list(out.job_ids)
     assert len(list_all(stub, user=user)) == 100
@@ -325,10 +331,10 @@ def test_submit_jobs_hundred_then_replayed(stub):
 
 def test_submit_jobs_request_id_reused_for_another_job(stub):
     rid = f"stream-reuse-{new_id()}"
-    first = stub.SubmitJobs(iter([job(new_id(), request_id=rid)]), timeout=TIMEOUT)
+    first = stub.SubmitJobs(batched([job(new_id(), request_id=rid)]), timeout=TIMEOUT)
     assert first.accepted == 1
     other = new_id()
-    refused(stub.SubmitJobs, iter([job(other, nodes=7, request_id=rid)]), EXISTS, rid)
+    refused(stub.SubmitJobs, batched([job(other, nodes=7, request_id=rid)]), EXISTS, rid)
 
 
 # ---------------------------------------------------------------------------- CancelJob

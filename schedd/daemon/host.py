@@ -49,7 +49,6 @@ from .records import (
     notice_of_body,
     record_of_job,
     record_of_spec,
-    spec_of_body,
 )
 
 log = structlog.get_logger("schedd.host")
@@ -124,7 +123,7 @@ class EngineHost:
         for st in stimuli:
             self._pending.append(st)
             if st.kind == "submit":
-                spec = spec_of_body(st.body)
+                spec = st.job_spec()
                 self.records[spec.id] = record_of_spec(spec, st.owner)
                 self.owners[spec.id] = st.owner
                 self.metrics.submissions.labels(CLASS_NAMES[spec.job_class.value]).inc()
@@ -243,7 +242,7 @@ class EngineHost:
     def _apply(self, st: Stimulus) -> None:
         engine, body = self.engine, st.body
         if st.kind == "submit":
-            engine.submit(spec_of_body(body))
+            engine.submit(st.job_spec())
         elif st.kind == "cancel":
             engine.cancel(body["job_id"])
         elif st.kind == "notice":
@@ -420,7 +419,7 @@ class EngineHost:
         late: list[Stimulus] = []
         for st, applied_at in rec.stimuli:
             if st.kind == "submit":
-                spec = spec_of_body(st.body)
+                spec = st.job_spec()
                 self.records[spec.id] = record_of_spec(spec, st.owner)
                 self.owners[spec.id] = st.owner
             if applied_at is None:

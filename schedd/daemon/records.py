@@ -6,7 +6,7 @@ queries from these records, which the engine thread builds after each iteration.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..core.engine import Ecc
@@ -99,23 +99,32 @@ class Stimulus:
     request_id: str = ""
     seq: int = 0  # journal sequence number, set when committed
     response: dict[str, Any] = field(default_factory=dict)
+    spec: JobSpec | None = None  # a submission's job, so nobody rebuilds it from the body
+
+    def job_spec(self) -> JobSpec:
+        if self.spec is None:  # read back from the journal
+            self.spec = spec_of_body(self.body)
+        return self.spec
 
     @property
     def job_id(self) -> int:
         return int(self.body["id"] if self.kind == "submit" else self.body["job_id"])
 
 
+_BODY_FIELDS = tuple(f.name for f in fields(JobSpec) if f.name not in ("job_class", "notice"))
+
+
 def spec_body(spec: JobSpec) -> dict[str, Any]:
-    body = asdict(spec)
+    """The journal's JSON form of a job (plain values; notices travel on their own)."""
+    body = {name: getattr(spec, name) for name in _BODY_FIELDS}
     body["job_class"] = spec.job_class.value
-    body.pop("notice")
     return body
 
 
 def spec_of_body(body: dict[str, Any]) -> JobSpec:
-    fields = dict(body)
-    fields["job_class"] = JobClass.from_letter(fields["job_class"])
-    return JobSpec(**fields)
+    values = dict(body)
+    values["job_class"] = JobClass.from_letter(values["job_class"])
+    return JobSpec(**values)
 
 
 def notice_of_body(body: dict[str, Any]) -> Notice:

@@ -258,7 +258,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             structlog.contextvars.bind_contextvars(job_id=spec.id)
             response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
             st = Stimulus("submit", spec_body(spec), current_principal().user,
-                          request_key(request.request_id), response=response)
+                          request_key(request.request_id), response=response, spec=spec)
             try:
                 await self._commit([st])
             except Refused:
@@ -274,7 +274,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
         return await self._guard(context, run())
 
-    async def SubmitJobs(self, request_iterator: AsyncIterator[pb.SubmitJobRequest],
+    async def SubmitJobs(self, request_iterator: AsyncIterator[pb.SubmitJobsRequest],
                          context: grpc.aio.ServicerContext) -> pb.SubmitJobsResponse:
         async def run() -> pb.SubmitJobsResponse:
             owner = current_principal().user
@@ -285,29 +285,13 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             seen_rids: set[str] = set()
             try:
                 index = 0
-                async for r in request_iterator:
-                    index += 1
-                    rid = request_key(r.request_id) if r.request_id else ""
-                    fp = fingerprint(r) if rid else ""
-                    if rid and (rid in self.requests or rid in seen_rids):
-                        prior = self.requests.get(rid)
-                        if prior is None:
-                            _invalid(f"job #{index}: request id {r.request_id!r} repeats "
-                                     "within the stream")
-                        if prior[0] != fp:
-                            raise Refused(grpc.StatusCode.ALREADY_EXISTS,
-                                          f"job #{index}: request id {r.request_id!r} was "
-                                          "already used for a different request")
-                        duplicates += 1
-                        ids.append(prior[2]["job_id"])
-                        continue
-                    spec = self._claim_id(self._spec(r, f"#{index}"))
-                    claimed.append(spec.id)
-                    seen_rids.add(rid)
-                    response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
-                    stimuli.append(Stimulus("submit", spec_body(spec), owner, rid,
-                                            response=response))
-                    ids.append(spec.id)
+                async for batch in request_iterator:
+                    for r in batch.jobs:
+                        index += 1
+                        job_id, duplicate = self._stream_job(r, index, owner, seen_rids,
+                                                             stimuli, claimed)
+                        ids.append(job_id)
+                        duplicates += duplicate
                 if stimuli:
                     await self._commit(stimuli)
             except BaseException:
@@ -320,6 +304,29 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                                          duplicates=duplicates)
 
         return await self._guard(context, run())
+
+    def _stream_job(self, r: pb.SubmitJobRequest, index: int, owner: str, seen: set[str],
+                    stimuli: list[Stimulus], claimed: list[int]) -> tuple[int, bool]:
+        """One job of a SubmitJobs stream: (its id, whether it is a retried duplicate)."""
+        rid = request_key(r.request_id)
+        fp = fingerprint(r) if rid else ""
+        if rid and (rid in self.requests or rid in seen):
+            prior = self.requests.get(rid)
+            if prior is None:
+                _invalid(f"job #{index}: request id {r.request_id!r} repeats within the "
+                         "stream")
+            if prior[0] != fp:
+                raise Refused(grpc.StatusCode.ALREADY_EXISTS,
+                              f"job #{index}: request id {r.request_id!r} was already used "
+                              "for a different request")
+            return prior[2]["job_id"], True
+        spec = self._claim_id(self._spec(r, f"#{index}"))
+        claimed.append(spec.id)
+        seen.add(rid)
+        response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
+        stimuli.append(Stimulus("submit", spec_body(spec), owner, rid, response=response,
+                                spec=spec))
+        return spec.id, False
 
     # ------------------------------------------------------------------ job actions
     async def CancelJob(self, request: pb.CancelJobRequest,

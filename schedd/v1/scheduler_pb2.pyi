@@ -106,6 +106,12 @@ class SubmitJobResponse(_message.Message):
     stimulus_id: int
     def __init__(self, job_id: _Optional[int] = ..., submit_time: _Optional[float] = ..., duplicate: _Optional[bool] = ..., stimulus_id: _Optional[int] = ...) -> None: ...
 
+class SubmitJobsRequest(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[SubmitJobRequest]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[SubmitJobRequest, _Mapping]]] = ...) -> None: ...
+
 class SubmitJobsResponse(_message.Message):
     __slots__ = ("job_ids", "accepted", "duplicates")
     JOB_IDS_FIELD_NUMBER: _ClassVar[int]

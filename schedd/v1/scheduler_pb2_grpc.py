@@ -41,7 +41,7 @@ class SchedulerStub:
                 _registered_method=True)
         self.SubmitJobs = channel.stream_unary(
                 '/schedd.v1.Scheduler/SubmitJobs',
-                request_serializer=schedd_dot_v1_dot_scheduler__pb2.SubmitJobRequest.SerializeToString,
+                request_serializer=schedd_dot_v1_dot_scheduler__pb2.SubmitJobsRequest.SerializeToString,
                 response_deserializer=schedd_dot_v1_dot_scheduler__pb2.SubmitJobsResponse.FromString,
                 _registered_method=True)
         self.CancelJob = channel.unary_unary(
@@ -122,8 +122,9 @@ class SchedulerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SubmitJobs(self, request_iterator, context):
-        """Client stream for replay and bulk loads: all jobs of the stream are accepted together
-        (one journal transaction) when the stream ends, or none if one is invalid.
+        """Client stream of batches for replay and bulk loads: all jobs of the stream are accepted
+        together (one journal transaction) when the stream ends, or none if one is invalid.
+        Put many jobs in each message: per-message costs dominate one-job messages.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -223,7 +224,7 @@ def add_SchedulerServicer_to_server(servicer, server):
             ),
             'SubmitJobs': grpc.stream_unary_rpc_method_handler(
                     servicer.SubmitJobs,
-                    request_deserializer=schedd_dot_v1_dot_scheduler__pb2.SubmitJobRequest.FromString,
+                    request_deserializer=schedd_dot_v1_dot_scheduler__pb2.SubmitJobsRequest.FromString,
                     response_serializer=schedd_dot_v1_dot_scheduler__pb2.SubmitJobsResponse.SerializeToString,
             ),
             'CancelJob': grpc.unary_unary_rpc_method_handler(
@@ -344,7 +345,7 @@ class Scheduler:
             request_iterator,
             target,
             '/schedd.v1.Scheduler/SubmitJobs',
-            schedd_dot_v1_dot_scheduler__pb2.SubmitJobRequest.SerializeToString,
+            schedd_dot_v1_dot_scheduler__pb2.SubmitJobsRequest.SerializeToString,
             schedd_dot_v1_dot_scheduler__pb2.SubmitJobsResponse.FromString,
             options,
             channel_credentials,
