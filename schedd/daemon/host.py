@@ -346,7 +346,9 @@ class EngineHost:
         for ecc, outcome in out.eccs:
             verdict = "applied" if outcome == "applied" else "rejected"
             self.metrics.eccs.labels(ecc.kind, verdict).inc()
-            self.events.emit(out.engine_time, "ecc", ecc.job_id, "", f"{ecc.kind}:{outcome}",
+            # The service stamps an ECC no earlier than the clock, and the engine is never
+            # ahead of the clock: it took effect at its own time.
+            self.events.emit(ecc.time, "ecc", ecc.job_id, "", f"{ecc.kind}:{outcome}",
                              int(ecc.amount) if ecc.kind in ("EP", "RP") else 0)
         for listener in self.command_listeners:
             for cmd in out.commands:

@@ -253,10 +253,10 @@ class Daemon:
         if self._stopped.is_set():
             return
         await self.health.enter_graceful_shutdown()
+        self.events.close()  # watchers end now, told where to resume, not at the grace
         if self.server is not None:
             await self.server.stop(grace)
         await self.host.stop()
-        self.events.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
