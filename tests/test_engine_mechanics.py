@@ -186,6 +186,39 @@ def test_jit_checkpoint_done_from_outside():
     assert e.jobs[1].state is JobState.PREEMPTED and e.state.free_nodes == 8
 
 
+def test_jit_checkpoint_timeout_kills_and_requeues_from_the_last_checkpoint():
+    """External agents, 100 s timeout: periodic checkpoints every 100 compute s survive;
+    the work after the last one and the time spent waiting for the agent are wasted."""
+    e = engine(8, checkpoint=CheckpointPolicy(periodic="trace"), auto_checkpoint_done=False,
+               checkpoint_timeout_s=100.0)
+    e.outbox = []
+    e.submit(JobSpec(1, 0, runtime=1000, nodes=8, walltime=2000, ckpt_interval=100,
+                     ckpt_gb_per_node=0.5))
+    at(e, 0)
+    e.apply(Start(1))
+    x = e.exec_record(1)
+    at(e, 250)
+    e.apply(Preempt(1, PreemptMode.JIT))
+    deadline = e.outbox[-1].deadline  # the modelled end of the JIT checkpoint
+    assert e.outbox[-1].kind == "checkpoint" and deadline > 250
+    at(e, deadline + 99)
+    assert e.jobs[1].state is JobState.CHECKPOINTING  # still waiting for the agent
+    at(e, deadline + 100)
+    job = e.jobs[1]
+    assert job.state is JobState.PREEMPTED and e.state.free_nodes == 8
+    assert job.history[-1][2] == "checkpoint-timeout"
+    assert e.stats["checkpoint_timeouts"] == 1
+    assert x.last_ckpt_work == x.work0 > 0  # back to the last periodic checkpoint
+    assert x.work0 < 250  # the work after it is gone
+    with pytest.raises(DecisionError, match="not asked to checkpoint"):
+        e.checkpoint_done(1)  # too late: the agent's answer no longer counts
+    e.apply(Start(1))
+    at(e, 10_000)
+    r = row(e, 1)
+    assert r["final_state"] == 0 and r["lost_node_s"] > 0
+    assert r["ckpt_node_s"] >= 8 * (deadline + 100 - 250)  # the wait counted as wasted
+
+
 def test_setup_at_start_and_restart():
     e = engine(10, checkpoint=CheckpointPolicy(periodic="none"))
     e.submit(JobSpec(1, 0, runtime=100, nodes=2, walltime=100, setup=50))

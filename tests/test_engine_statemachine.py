@@ -684,6 +684,14 @@ class PoolManualCheckpointMachine(EngineMachine):
     options = EngineOptions(checkpoint=TRACE_CKPT, auto_checkpoint_done=False)
 
 
+class PoolCheckpointTimeoutMachine(EngineMachine):
+    """External agents that may never answer: silent ones time out (daemon --agents)."""
+
+    cluster_spec = "nodes:16"
+    options = EngineOptions(checkpoint=TRACE_CKPT, auto_checkpoint_done=False,
+                            checkpoint_timeout_s=50.0)
+
+
 class BgqMachine(EngineMachine):
     cluster_spec = "bgq:4"
     options = EngineOptions(checkpoint=TRACE_CKPT)
@@ -702,6 +710,8 @@ TestPoolFailuresNoRequeue = PoolFailuresNoRequeueMachine.TestCase
 TestPoolFailuresNoRequeue.settings = settings(SETTINGS, max_examples=40)
 TestPoolManualCheckpoint = PoolManualCheckpointMachine.TestCase
 TestPoolManualCheckpoint.settings = settings(SETTINGS, max_examples=40)
+TestPoolCheckpointTimeout = PoolCheckpointTimeoutMachine.TestCase
+TestPoolCheckpointTimeout.settings = settings(SETTINGS, max_examples=40)
 TestBgq = BgqMachine.TestCase
 TestBgq.settings = SETTINGS
 TestBgqFailures = BgqFailuresMachine.TestCase
