@@ -8,19 +8,30 @@ from __future__ import annotations
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from daemon_proc import DaemonProc
 
 from schedd.core.cluster import NodePool
 from schedd.core.engine import Engine
 from schedd.core.job import JobSpec
 from schedd.daemon.budget import BudgetedPolicy, BudgetExceeded, Watchdog
-from schedd.policies import load_plugin, make_policy
+from schedd.policies import POLICIES, load_plugin, make_policy
 from schedd.v1 import scheduler_pb2 as pb
 
 PLUGIN = str(Path(__file__).parent / "plugins" / "slow_policies.py")
-load_plugin(PLUGIN)
+
+
+@pytest.fixture(autouse=True)
+def slow_policies() -> Iterator[None]:
+    """The test policies, registered for one test only (other tests iterate POLICIES)."""
+    before = dict(POLICIES)
+    load_plugin(PLUGIN)
+    yield
+    POLICIES.clear()
+    POLICIES.update(before)
 
 
 def _metrics(d: DaemonProc) -> dict[str, float]:
