@@ -87,8 +87,8 @@ def record_of_job(job: Job, block: str) -> JobRecord:
 
 
 # ---------------------------------------------------------------- stimuli
-# A stimulus is what a client asked for, as journalled: its kind and a JSON body.
-STIMULUS_KINDS = ("submit", "cancel", "notice", "ecc", "checkpoint_done")
+# A stimulus is what a client asked for, as journalled: its kind (submit, cancel, notice,
+# ecc, checkpoint_done) and a JSON body.
 
 
 @dataclass

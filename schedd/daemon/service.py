@@ -11,10 +11,11 @@ plain Python values.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
-import json
 import math
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any, NoReturn
 
 import grpc
@@ -25,7 +26,7 @@ from ..core.job import JobClass, JobSpec
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
-from .host import CLASS_NAMES, EngineHost
+from .host import EngineHost
 from .interceptor import current_principal
 from .journal import Journal, JournalError
 from .records import FINAL_STATES, PENDING, JobRecord, Stimulus, spec_body
@@ -657,20 +658,8 @@ def _event_pb(e: dict[str, Any]) -> pb.Event:
 
 
 def _with_id(spec: JobSpec, job_id: int) -> JobSpec:
-    from dataclasses import replace
-
     return replace(spec, id=job_id)
 
 
 def _bisect_after(ids: list[int], after: int) -> int:
-    import bisect
-
     return bisect.bisect_right(ids, after)
-
-
-def class_name(letter: str) -> str:
-    return CLASS_NAMES[letter]
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True)
