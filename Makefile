@@ -25,7 +25,7 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check schedd clients tests bench
+	$(BIN)/ruff check schedd clients tests bench experiments
 	$(BIN)/mypy
 
 bench: $(STAMP)

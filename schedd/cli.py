@@ -49,9 +49,13 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     ck.add_argument("--app-overhead", type=_at_least(0, strict=True), default=10.0,
                     metavar="PCT",
                     help="APP-CKPT overhead budget in %% of walltime (default 10)")
-    ck.add_argument("--ckpt-cost", default="io", choices=["io", "hybrid"],
+    ck.add_argument("--ckpt-cost", default="io", choices=["io", "hybrid", "fixed"],
                     help="checkpoint time: io = eq. 34 bandwidth model (16 GB/node, 4 GB/s per "
-                    "128 nodes, 216 GB/s cap); hybrid = 600 s below 1K nodes, else 1,200 s")
+                    "128 nodes, 216 GB/s cap); hybrid = 600 s below 1K nodes, else 1,200 s; "
+                    "fixed = --ckpt-seconds for every job")
+    ck.add_argument("--ckpt-seconds", type=_at_least(0), default=0.0, metavar="S",
+                    help="with --ckpt-cost fixed: seconds per checkpoint write and per restart "
+                    "read (the checkpoint paper's T_delay; its T_extend is twice this)")
     ck.add_argument("--mtbf", type=_at_least(0), default=0.0, metavar="HOURS",
                     help="inject node failures with this system MTBF (0 = none); also the "
                     "MTBF of --ckpt daly (5 h when 0)")
@@ -72,7 +76,7 @@ def engine_options_from(args: argparse.Namespace, **extra: Any) -> Any:
         checkpoint=CheckpointPolicy(
             periodic=args.ckpt, sys_interval=args.ckpt_interval,
             app_overhead_pct=args.app_overhead, cost_model=args.ckpt_cost,
-            daly_mtbf=(args.mtbf or 5.0) * 3600.0,
+            fixed_s=args.ckpt_seconds, daly_mtbf=(args.mtbf or 5.0) * 3600.0,
         ),
         warning_s=args.warning,
         requeue_on_failure=not args.no_requeue_on_failure,
@@ -120,6 +124,18 @@ def build_parser() -> argparse.ArgumentParser:
     from .daemon.config import add_serve_parser
 
     add_serve_parser(sub)
+    wl = sub.add_parser("workload", help="make workloads for experiments",
+                        description="Write transformed or generated traces (CWF/SWF).")
+    wl_sub = wl.add_subparsers(dest="workload_command", required=True)
+    acc = wl_sub.add_parser(
+        "accuracy", help="set the accuracy of runtime estimates",
+        description="Rewrite requested times as t_sch = t_run + alpha x (t_req - t_run) (the "
+        "checkpoint-backfilling paper, §4.2): alpha 0 gives exact estimates, 1 the trace's.")
+    acc.add_argument("--trace", required=True, help="input SWF/CWF trace")
+    acc.add_argument("--alpha", type=_at_least(0), required=True, metavar="A",
+                     help="0 = actual runtimes, 1 = unchanged")
+    acc.add_argument("--out", required=True, metavar="FILE", help="output trace (.gz: gzip)")
+    acc.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
     pol = sub.add_parser("policies", help="list policies with their options and defaults")
     pol.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                      help="also list the policies this module registers; repeatable")
@@ -151,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             return _policies()
         if args.command == "cluster":
             return _cluster(args.spec)
+        if args.command == "workload":
+            return _workload(args)
         if args.command == "serve":
             from .daemon.server import serve_main
 
@@ -225,6 +243,17 @@ def _policies() -> int:
             print(f"    {opt}={default} ({typ}) {text}")
         if not rows:
             print("    (no options)")
+    return 0
+
+
+def _workload(args: argparse.Namespace) -> int:
+    from .traces import read_trace
+    from .traces.swf import write_trace
+    from .traces.workload import with_estimate_accuracy
+
+    trace = with_estimate_accuracy(read_trace(args.trace, lenient=args.lenient), args.alpha)
+    write_trace(args.out, trace)
+    print(f"wrote {args.out}: {len(trace)} jobs, requested times at alpha {args.alpha:g}")
     return 0
 
 

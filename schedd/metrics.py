@@ -308,6 +308,27 @@ def _overheads(cols: dict[str, np.ndarray]) -> dict[str, Any]:
     }
 
 
+def _scheduling(cols: dict[str, np.ndarray], backfilled: np.ndarray | None,
+                total_nodes: int) -> dict[str, Any]:
+    """The checkpoint-backfilling paper's metrics (§4, §5.2): mean queue length (waiting
+    jobs averaged over the span, every waiting segment counted), backfill ratio,
+    checkpoints per node per day, and the share of busy node-time wasted by preemption
+    (lost work, checkpoint writes, restart reads)."""
+    n = cols["submit"].size
+    span = float(cols["end"].max() - cols["submit"].min()) if n else 0.0
+    waiting = cols["end"] - cols["submit"] - cols["executed"]
+    wasted = cols["lost_node_s"] + cols["ckpt_node_s"] + cols["restart_node_s"]
+    return {
+        "mean_queue_length": _ratio(float(waiting.sum()), span),
+        "backfill_ratio": (_ratio(np.count_nonzero(backfilled), n)
+                           if backfilled is not None else None),
+        "checkpoints_per_node_day": _ratio(
+            float((cols["checkpoints"] * cols["alloc_nodes"]).sum()),
+            total_nodes * span / 86_400.0),
+        "wasted_ratio": _ratio(float(wasted.sum()), float(cols["busy_node_s"].sum())),
+    }
+
+
 def _ondemand_instant_ratio(cols: dict[str, np.ndarray]) -> float | None:
     """Share of on-demand jobs that started at their submit time (unstarted ones did not)."""
     is_o = cols["job_class"] == CLASS_CODES.index("O")
@@ -351,6 +372,9 @@ def summarize(
     classes = _class_codes(cols["job_class"])
     present = _present_classes(classes)
     stats = _stats(cols, classes, present, options)
+    backfilled = results.get("backfilled")  # optional: results of older runs lack it
+    if backfilled is not None:
+        backfilled = np.asarray(backfilled)[keep] if not keep.all() else np.asarray(backfilled)
     headline = {name: stats["all"][name]["mean"] for name in JOB_METRICS}
     return {
         "jobs": int(cols["submit"].size),
@@ -367,6 +391,7 @@ def summarize(
         "final_states": _final_states(cols["final_state"]),
         **_preemption(cols, classes, present),
         **_overheads(cols),
+        **_scheduling(cols, backfilled, total_nodes),
         "ondemand_instant_start_ratio": _ondemand_instant_ratio(cols),
         "dedicated": _dedicated(cols),
         "stats": stats,
@@ -430,6 +455,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     pairs += [(f"preemption_ratio {k}", v)
               for k, v in summary["preemption_ratio_by_class"].items()]
     pairs += [(k, summary[k]) for k in (
+        "mean_queue_length", "backfill_ratio", "checkpoints_per_node_day", "wasted_ratio",
         "preemptions", "checkpoints", "failures", "lost_node_h", "ckpt_node_h",
         "restart_node_h", "setup_node_h", "chr_ckpt_sys", "chr_ckpt_jobs", "chr_pre_sys")]
     pairs += [(f"dedicated {k}", v) for k, v in summary["dedicated"].items()]

@@ -150,13 +150,15 @@ def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
 
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,
                   description: dict[str, Any]) -> dict[str, Any]:
+    stats = getattr(run.engine.policy, "stats", None)
     return write_results(out_dir, trace, run.results, run.summary, description,
-                         dict(run.engine.stats))
+                         dict(run.engine.stats), stats() if stats is not None else {})
 
 
 def write_results(out_dir: str | os.PathLike, trace: NormalizedTrace,
                   results: dict[str, np.ndarray], summary: dict[str, Any],
-                  description: dict[str, Any], engine_stats: dict[str, Any]) -> dict[str, Any]:
+                  description: dict[str, Any], engine_stats: dict[str, Any],
+                  policy_stats: dict[str, Any] | None = None) -> dict[str, Any]:
     """jobs.swf, jobs.csv and summary.json; the replay client writes the same files, so
     nothing here names the driver (a lockstep replay's jobs.swf equals simulate's)."""
     out = Path(out_dir)
@@ -168,6 +170,7 @@ def write_results(out_dir: str | os.PathLike, trace: NormalizedTrace,
     summary = dict(summary)
     summary["run"] = description
     summary["engine"] = engine_stats
+    summary["policy_stats"] = policy_stats or {}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     return summary
 

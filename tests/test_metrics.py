@@ -330,6 +330,7 @@ TOP_KEYS = [
     "final_states", "preemption_ratio", "preemption_ratio_by_class", "preemptions",
     "checkpoints", "failures", "lost_node_h", "ckpt_node_h", "restart_node_h",
     "setup_node_h", "chr_ckpt_sys", "chr_ckpt_jobs", "chr_pre_sys",
+    "mean_queue_length", "backfill_ratio", "checkpoints_per_node_day", "wasted_ratio",
     "ondemand_instant_start_ratio", "dedicated", "stats", "options",
 ]
 
@@ -339,7 +340,9 @@ def test_empty_input_gives_nulls_not_errors() -> None:
     assert list(s) == TOP_KEYS
     assert s["jobs"] == 0 and s["started"] == 0 and s["makespan_s"] == 0.0
     for key in ("mean_wait_s", "mean_slowdown", "mean_bounded_slowdown_600", "utilization",
-                "productive_utilization", "preemption_ratio", "ondemand_instant_start_ratio"):
+                "productive_utilization", "preemption_ratio", "ondemand_instant_start_ratio",
+                "mean_queue_length", "backfill_ratio", "checkpoints_per_node_day",
+                "wasted_ratio"):
         assert s[key] is None, key
     assert s["stats"]["by_class"] == {}
     assert s["stats"]["all"]["wait_s"]["p50"] is None

@@ -18,7 +18,7 @@ from typing import Literal
 from .cluster import CheckpointModel
 
 PeriodicMode = Literal["none", "trace", "sys", "app", "daly"]
-CostModel = Literal["io", "hybrid"]
+CostModel = Literal["io", "hybrid", "fixed"]
 
 
 def app_interval(walltime: float, cost: float, overhead_pct: float) -> float | None:
@@ -57,6 +57,7 @@ class CheckpointPolicy:
     app_overhead_pct: float = 10.0
     daly_mtbf: float = 5 * 3600.0
     cost_model: CostModel = "io"
+    fixed_s: float = 0.0  # cost_model "fixed": seconds per checkpoint write (and restart read)
 
     @property
     def owner_is_system(self) -> bool:
@@ -65,6 +66,8 @@ class CheckpointPolicy:
     def cost(self, model: CheckpointModel, nodes: int, gb_per_node: float) -> float:
         if self.cost_model == "hybrid":
             return hybrid_cost(nodes)
+        if self.cost_model == "fixed":  # e.g. the checkpoint paper's T_delay (§5.1)
+            return self.fixed_s
         return model.seconds(nodes, gb_per_node)
 
     def interval(self, walltime: float, cost: float, trace_interval: float) -> float | None:

@@ -112,7 +112,7 @@ EXEC_FIELDS = (
     "since_ckpt_ns", "since_ckpt_wall", "since_zero_ns", "since_zero_wall", "res_key",
     "ckpt_start", "ckpt_end", "ckpt_mode", "ecc_count", "busy_ns", "useful_ns", "lost_ns",
     "ckpt_ns", "restart_ns", "setup_ns", "t_ckpt", "t_pre", "executed", "checkpoints",
-    "failures", "first_alloc", "orig_walltime", "owner_system", "used_nodes",
+    "failures", "first_alloc", "orig_walltime", "owner_system", "used_nodes", "backfilled",
 )
 
 
@@ -147,6 +147,7 @@ class _Exec:
         self.orig_walltime = spec.walltime
         self.owner_system = True
         self.used_nodes = 0  # nodes the job computes on (a partition may hold more)
+        self.backfilled = False  # started while an earlier-submitted job waited
 
 
 class Engine:
@@ -527,6 +528,8 @@ class Engine:
                cause: str) -> None:
         job = x.job
         x.used_nodes = nodes
+        if self.queue and self.queue[0] is not job:  # an earlier-submitted job still waits
+            x.backfilled = True
         self._dequeue(job)
         job.alloc_nodes = alloc.nodes
         job.allocation = alloc
@@ -681,6 +684,7 @@ class Engine:
             job.preemptions, x.failures, x.checkpoints,
             x.busy_ns, x.useful_ns, x.lost_ns, x.ckpt_ns, x.restart_ns, x.setup_ns,
             x.t_ckpt, x.t_pre, int(x.owner_system), job.requested_start, delay,
+            int(x.backfilled),
         ))
 
     def _cancel(self, job_id: int) -> None:

@@ -39,6 +39,7 @@ COLUMNS: dict[str, str] = {
     "ckpt_by_system": "q",  # 1 if the checkpoint overhead is the system's (SYS, JIT), 0 app
     "requested_start": "d",  # dedicated jobs, else -1
     "start_delay": "d",  # dedicated: first_start - requested_start, else 0
+    "backfilled": "q",  # 1 if it ever started ahead of an earlier-submitted waiting job
 }
 
 CLASS_CODES = ("B", "R", "O", "M", "D")

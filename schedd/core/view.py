@@ -82,3 +82,12 @@ class View:
             for j in e.running.values()
             if j.state is JobState.CHECKPOINTING
         )
+
+    def checkpoint_seconds(self, job_id: int) -> float:
+        """Modelled time of one JIT checkpoint write (= one restart read, eqs. 16-17) of a
+        live job at its current (or requested) size."""
+        engine = self._engine
+        x = engine.exec_record(job_id)
+        nodes = x.job.alloc_nodes or x.job.nodes
+        return engine.options.checkpoint.cost(engine.cluster.checkpoint_model, nodes,
+                                              x.spec.ckpt_gb_per_node)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from ..core.cluster import Cluster
 from .backfill import Easy, EasyBestFit, EasySjf
 from .base import Policy, PolicyError, option_help, parse_options
+from .ckpt_backfill import CkptBackfill
 from .conservative import Conservative
 from .fcfs import Fcfs
 
 POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (Fcfs, Easy, EasyBestFit, EasySjf, Conservative)
+    cls.name: cls for cls in (Fcfs, Easy, EasyBestFit, EasySjf, Conservative, CkptBackfill)
 }
 
 

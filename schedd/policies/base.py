@@ -53,6 +53,10 @@ class Policy(ABC):
     @abstractmethod
     def schedule(self, view: View) -> list[Decision]: ...
 
+    def stats(self) -> dict[str, int]:
+        """Counters the policy keeps (summary.json's `policy_stats`); none by default."""
+        return {}
+
 
 def option_help(options_cls: type) -> list[tuple[str, str, str, str]]:
     """(name, type, default, description) for each option; descriptions come from

@@ -1,0 +1,141 @@
+"""Checkpoint-based backfilling (Niu et al.): Algorithm 2's prediction, Algorithm 3's
+preemption at the reservation, on hand-built states; the accuracy transform; metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schedd.core.checkpoint import CheckpointPolicy
+from schedd.core.cluster import NodePool
+from schedd.core.engine import Engine, EngineOptions
+from schedd.core.job import JobSpec
+from schedd.core.validate import validate
+from schedd.metrics import summarize
+from schedd.policies import PolicyError, make_policy
+from schedd.policies.ckpt_backfill import predict_runtime
+from schedd.sim import simulate
+from schedd.traces import normalize, read_trace
+from schedd.traces.workload import with_estimate_accuracy
+
+
+def test_algorithm_2_prediction() -> None:
+    # Short estimates are kept; long ones are scaled by p; checkpointed jobs are predicted
+    # by what is left of their estimate plus the restart extension.
+    assert predict_runtime(1000, None, 0.2, 1800, 430) == 1000
+    assert predict_runtime(1800, None, 0.2, 1800, 430) == pytest.approx(360)
+    assert predict_runtime(10_000, None, 0.2, 1800, 430) == pytest.approx(2000)
+    assert predict_runtime(10_000, 2500, 0.2, 1800, 430) == 7500 + 430
+    assert predict_runtime(10_000, 12_000, 0.2, 1800, 0) == 0
+
+
+def _engine(policy_opts: list[str], nodes: int = 10, ckpt_s: float = 50.0) -> Engine:
+    cluster = NodePool(nodes)
+    options = EngineOptions(checkpoint=CheckpointPolicy(periodic="none", cost_model="fixed",
+                                                        fixed_s=ckpt_s))
+    return Engine(cluster, make_policy("ckpt-backfill", policy_opts, cluster),
+                  options=options)
+
+
+def _run(engine: Engine) -> dict[int, dict[str, float]]:
+    while engine.step():
+        validate(engine)
+    a = engine.results.arrays()
+    return {int(j): {k: v[i].item() for k, v in a.items()} for i, j in enumerate(a["id"])}
+
+
+def test_backfilled_job_is_checkpointed_at_the_reservation_and_loses_nothing() -> None:
+    """10 nodes. A (6 nodes, 1,000 s) runs; the head H (8 nodes) waits for A's end at
+    t = 1,000. B (4 nodes) asks 5,000 s but runs 3,000: EASY would not backfill it (4 > 2
+    extra nodes); predicted at 0.2 x 5,000 = 1,000 s it fits the window. At 1,000 the
+    reservation is due and B is checkpointed (50 s); H starts only at 1,050, when B's
+    nodes are back; B resumes after H, reads its checkpoint (50 s) and runs its remaining
+    2,000 s: it ends at 1,550 + 50 + 2,000 = 3,600 with no work lost."""
+    e = _engine(["p=0.2"])
+    e.submit(JobSpec(1, 0, runtime=1000, nodes=6, walltime=1000))  # A
+    e.submit(JobSpec(2, 0, runtime=500, nodes=8, walltime=600))  # H
+    e.submit(JobSpec(3, 0, runtime=3000, nodes=4, walltime=5000))  # B
+    r = _run(e)
+    assert r[3]["first_start"] == 0 and r[3]["backfilled"] == 1
+    assert r[2]["first_start"] == 1050  # not before B's checkpoint was written
+    assert r[3]["preemptions"] == 1 and r[3]["checkpoints"] == 1
+    assert r[3]["lost_node_s"] == 0  # the checkpoint kept the work
+    assert r[3]["end"] == 3600
+    assert e.policy.stats()["preemptions"] == 1
+
+
+def test_preemption_takes_the_largest_backfilled_jobs_first() -> None:
+    """A (4 nodes, 100 s) runs; H (7 nodes) waits for t = 100. B1 (2 nodes) and B2 (4
+    nodes), both predicted at 0.05 x 2,000 = 100 s, are backfilled. At 100, 3 more nodes
+    are needed: B2 alone (the largest) is checkpointed; B1 keeps running."""
+    e = _engine(["p=0.05"])
+    e.submit(JobSpec(1, 0, runtime=100, nodes=4, walltime=100))  # A
+    e.submit(JobSpec(2, 0, runtime=100, nodes=7, walltime=100))  # H
+    e.submit(JobSpec(3, 0, runtime=1000, nodes=2, walltime=2000))  # B1
+    e.submit(JobSpec(4, 0, runtime=1000, nodes=4, walltime=2000))  # B2
+    r = _run(e)
+    assert r[4]["preemptions"] == 1 and r[3]["preemptions"] == 0
+    assert r[2]["first_start"] == 150  # after B2's 50 s checkpoint
+    assert r[3]["end"] == 1000  # B1 never stopped
+
+
+def test_without_overhead_the_reserved_job_starts_at_its_reservation() -> None:
+    e = _engine(["p=0.2"], ckpt_s=0.0)
+    e.submit(JobSpec(1, 0, runtime=1000, nodes=6, walltime=1000))
+    e.submit(JobSpec(2, 0, runtime=500, nodes=8, walltime=600))
+    e.submit(JobSpec(3, 0, runtime=3000, nodes=4, walltime=5000))
+    r = _run(e)
+    assert r[2]["first_start"] == 1000 and r[3]["end"] == 1500 + 2000
+
+
+def test_p_one_is_classical_easy(shared_traces) -> None:  # noqa: ANN001
+    """With p = 1 predictions are the estimates: nothing is preempted and every job starts
+    exactly when EASY starts it."""
+    trace = normalize(read_trace(shared_traces / "lublin_256.swf"))
+    cluster = NodePool(trace.max_nodes)
+    easy = simulate(trace, cluster, make_policy("easy", [], cluster)).results
+    ckpt = simulate(trace, cluster, make_policy("ckpt-backfill", ["p=1"], cluster)).results
+    assert np.array_equal(easy["first_start"], ckpt["first_start"])
+    assert ckpt["preemptions"].sum() == 0
+
+
+def test_bad_options_and_partitions_are_refused() -> None:
+    with pytest.raises(PolicyError, match="p must be in"):
+        make_policy("ckpt-backfill", ["p=0"], NodePool(4))
+    from schedd.core.cluster_spec import parse_cluster
+
+    with pytest.raises(PolicyError, match="node pool"):
+        make_policy("ckpt-backfill", [], parse_cluster("bgq:2"))
+
+
+def test_estimate_accuracy_transform(shared_traces) -> None:  # noqa: ANN001
+    raw = read_trace(shared_traces / "KTH-SP2-1996-2.swf")
+    run, req = raw.columns["runtime"], raw.columns["req_time"]
+    exact = with_estimate_accuracy(raw, 0.0).columns["req_time"]
+    half = with_estimate_accuracy(raw, 0.5).columns["req_time"]
+    same = with_estimate_accuracy(raw, 1.0).columns["req_time"]
+    known = (req > 0) & (run >= 0)
+    assert np.allclose(exact[known], run[known])
+    assert np.allclose(half[known], (run[known] + req[known]) / 2, atol=1e-3)
+    assert np.array_equal(same, req)
+
+
+def test_paper_metrics_on_hand_built_results() -> None:
+    """Two jobs over a 100 s span on 10 nodes: job 1 waits 0, runs 100 on 4 nodes;
+    job 2 waits 20 then 30 more after a checkpoint, holds 6 nodes for 50 s, wasting 60
+    node-seconds of checkpoint and restart."""
+    cols = {
+        "submit": [0.0, 0.0], "first_start": [0.0, 20.0], "end": [100.0, 100.0],
+        "executed": [100.0, 50.0], "alloc_nodes": [4, 6], "walltime": [100.0, 100.0],
+        "job_class": [0, 0], "final_state": [0, 0], "preemptions": [0, 1],
+        "failures": [0, 0], "checkpoints": [0, 1], "busy_node_s": [400.0, 300.0],
+        "useful_node_s": [400.0, 240.0], "lost_node_s": [0.0, 0.0],
+        "ckpt_node_s": [0.0, 30.0], "restart_node_s": [0.0, 30.0],
+        "setup_node_s": [0.0, 0.0], "t_pre": [0.0, 5.0], "ckpt_by_system": [1, 1],
+        "start_delay": [0.0, 0.0], "backfilled": [0, 1],
+    }
+    s = summarize({k: np.asarray(v) for k, v in cols.items()}, total_nodes=10)
+    assert s["mean_queue_length"] == pytest.approx(50 / 100)  # job 2 waited 50 s in all
+    assert s["backfill_ratio"] == 0.5 and s["preemption_ratio"] == 0.5
+    assert s["checkpoints_per_node_day"] == pytest.approx(6 / (10 * 100 / 86400))
+    assert s["wasted_ratio"] == pytest.approx(60 / 700)
