@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from schedd.core.checkpoint import CheckpointPolicy
 from schedd.core.cluster import NodePool
@@ -139,3 +141,42 @@ def test_paper_metrics_on_hand_built_results() -> None:
     assert s["backfill_ratio"] == 0.5 and s["preemption_ratio"] == 0.5
     assert s["checkpoints_per_node_day"] == pytest.approx(6 / (10 * 100 / 86400))
     assert s["wasted_ratio"] == pytest.approx(60 / 700)
+
+
+# ---------------------------------------------------------------------- properties
+@st.composite
+def _workloads(draw) -> list[JobSpec]:  # noqa: ANN001
+    n = draw(st.integers(5, 40))
+    specs, t = [], 0.0
+    for i in range(1, n + 1):
+        t += draw(st.sampled_from([0.0, 0.0, 10.0, 100.0, 1000.0]))
+        walltime = draw(st.sampled_from([600.0, 1800.0, 3600.0, 7200.0, 20_000.0]))
+        runtime = draw(st.floats(1.0, walltime * 1.2))
+        specs.append(JobSpec(i, t, runtime=runtime, nodes=draw(st.integers(1, 16)),
+                             walltime=walltime))
+    return specs
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(specs=_workloads(), p=st.sampled_from([0.1, 0.2, 0.5]),
+       ckpt_s=st.sampled_from([0.0, 30.0]))
+def test_every_job_runs_its_work_once_and_runs_are_deterministic(
+        specs: list[JobSpec], p: float, ckpt_s: float) -> None:
+    """Whatever the workload: every job retires once, with all of its work done (JIT
+    checkpoints lose nothing), invariants hold after every instant, same input same
+    results."""
+    results = []
+    for _ in range(2):
+        e = _engine([f"p={p}"], nodes=16, ckpt_s=ckpt_s)
+        e.feed(specs)
+        r = _run(e)
+        results.append(e.results.arrays())
+        assert sorted(r) == [s.id for s in specs]
+        for s in specs:
+            work = min(s.runtime, s.walltime)
+            assert r[s.id]["useful_node_s"] == pytest.approx(work * s.nodes, rel=1e-9)
+            assert r[s.id]["lost_node_s"] == 0
+            assert r[s.id]["first_start"] >= s.submit
+    for name in results[0]:
+        assert np.array_equal(results[0][name], results[1][name]), name
