@@ -4,8 +4,9 @@
 
 For each trace: `easy` with the users' estimates; `easy` with actual runtimes (the paper's
 "classical, actual": the trace rewritten at alpha = 0); `ckpt-backfill` with p = 0.1, 0.2,
-0.5, without checkpoint overhead and with the paper's Intrepid overhead (T_delay = 215 s
-per checkpoint write and per restart read, T_extend = 430 s). Prints a Markdown table
+0.5, without checkpoint overhead and with the paper's Fig. 7 overheads (T_extend = 120, 430
+-- Intrepid's T_delay of 215 s per checkpoint write and per restart read --, 1,200 and
+3,600 s). Prints a Markdown table
 (also written to --out) with the paper's metrics, and each run's wait relative to easy.
 """
 
@@ -28,7 +29,9 @@ from schedd.traces import normalize, read_trace  # noqa: E402
 from schedd.traces.workload import with_estimate_accuracy  # noqa: E402
 
 TRACES = ("KTH-SP2-1996-2.swf", "theta_2023.swf")
-OVERHEADS = {"none": 0.0, "T_extend 430 s": 215.0}
+# T_extend (= checkpoint write + restart read, each T_delay) as the paper's Fig. 7.
+OVERHEADS = {"none": 0.0, "T_extend 120 s": 60.0, "T_extend 430 s": 215.0,
+             "T_extend 1200 s": 600.0, "T_extend 3600 s": 1800.0}
 COLUMNS = ("wait_s", "wait vs easy", "bsld", "bsld vs easy", "qlen", "bRatio", "pRatio",
            "cNum", "wRatio", "util")
 
@@ -74,7 +77,7 @@ def main() -> int:
             for p in (0.1, 0.2, 0.5):
                 s = run(trace, "ckpt-backfill", [f"p={p}"], ckpt_s)
                 lines.append(row(f"ckpt-backfill p={p}, overhead {overhead}", s, base))
-        print("\n".join(lines[-12:]), flush=True)
+        print("\n".join(lines[-(6 + 3 * len(OVERHEADS)):]), flush=True)
     lines.append("")
     lines.append(f"({time.perf_counter() - started:.0f} s)")
     if args.out:
