@@ -14,3 +14,18 @@ def shared_traces() -> Path:
     if not (TRACES / "README.md").exists():
         pytest.skip(f"shared traces not found at {TRACES}")
     return TRACES
+
+
+# A module that defines a `daemon` fixture (a DaemonProc) gets a channel and a stub on it.
+@pytest.fixture(scope="module")
+def channel(daemon):  # noqa: ANN001, ANN201
+    ch = daemon.channel()
+    yield ch
+    ch.close()
+
+
+@pytest.fixture(scope="module")
+def stub(channel):  # noqa: ANN001, ANN201
+    from schedd.v1 import scheduler_pb2_grpc
+
+    return scheduler_pb2_grpc.SchedulerStub(channel)

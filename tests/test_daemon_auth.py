@@ -53,18 +53,6 @@ def daemon(tokens_file: Path) -> Iterator[DaemonProc]:
         yield d
 
 
-@pytest.fixture(scope="module")
-def channel(daemon: DaemonProc) -> Iterator[grpc.Channel]:
-    ch = daemon.channel()
-    yield ch
-    ch.close()
-
-
-@pytest.fixture(scope="module")
-def stub(channel: grpc.Channel) -> scheduler_pb2_grpc.SchedulerStub:
-    return scheduler_pb2_grpc.SchedulerStub(channel)
-
-
 def refused(call, request, code: grpc.StatusCode, *words: str, metadata=None) -> str:
     with pytest.raises(grpc.RpcError) as err:
         result = call(request, timeout=TIMEOUT, metadata=metadata)

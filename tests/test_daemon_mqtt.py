@@ -55,6 +55,17 @@ def _collect(host: str, port: int, topic: str, action, seconds: float = 3.0,  # 
     return asyncio.run(main())
 
 
+def _preempt_batch_for_realtime(s) -> None:  # noqa: ANN001
+    """Batch job 1 fills the 8 nodes; real-time job 2 arrives at 100 and makes it
+    checkpoint (rt-jit-toy); at 101 job 1 is still writing its checkpoint."""
+    s.SubmitJob(pb.SubmitJobRequest(job_id=1, nodes=8, walltime=10_000, runtime=5000))
+    s.AdvanceClock(pb.AdvanceClockRequest(to=100))
+    s.SubmitJob(pb.SubmitJobRequest(job_id=2, nodes=8, walltime=100, runtime=50,
+                                    job_class=pb.JOB_CLASS_REALTIME))
+    s.AdvanceClock(pb.AdvanceClockRequest(to=101))
+    assert s.GetJob(pb.GetJobRequest(job_id=1)).state == pb.JOB_STATE_CHECKPOINTING
+
+
 def _name() -> str:
     return f"t{uuid.uuid4().hex[:8]}"
 
@@ -102,12 +113,7 @@ def test_external_agent_answers_jit_checkpoint(mqtt_broker: tuple[str, int]) -> 
         try:
             time.sleep(1.0)  # daemon bus and agent subscribed
             s = d.stub()
-            s.SubmitJob(pb.SubmitJobRequest(job_id=1, nodes=8, walltime=10_000, runtime=5000))
-            s.AdvanceClock(pb.AdvanceClockRequest(to=100))
-            s.SubmitJob(pb.SubmitJobRequest(job_id=2, nodes=8, walltime=100, runtime=50,
-                                            job_class=pb.JOB_CLASS_REALTIME))
-            s.AdvanceClock(pb.AdvanceClockRequest(to=101))
-            assert s.GetJob(pb.GetJobRequest(job_id=1)).state == pb.JOB_STATE_CHECKPOINTING
+            _preempt_batch_for_realtime(s)
             # Lockstep: the clock stands still; only the agent's CheckpointDone moves it on.
             assert agent.wait(20) == 0, agent.stderr.read() if agent.stderr else ""
             deadline = time.monotonic() + 10
@@ -131,12 +137,7 @@ def test_silent_agent_times_out_and_job_is_requeued(mqtt_broker: tuple[str, int]
                     "--agents", "external", "--checkpoint-timeout", "300",
                     metrics=True) as d:
         s = d.stub()
-        s.SubmitJob(pb.SubmitJobRequest(job_id=1, nodes=8, walltime=10_000, runtime=5000))
-        s.AdvanceClock(pb.AdvanceClockRequest(to=100))
-        s.SubmitJob(pb.SubmitJobRequest(job_id=2, nodes=8, walltime=100, runtime=50,
-                                        job_class=pb.JOB_CLASS_REALTIME))
-        s.AdvanceClock(pb.AdvanceClockRequest(to=101))
-        assert s.GetJob(pb.GetJobRequest(job_id=1)).state == pb.JOB_STATE_CHECKPOINTING
+        _preempt_batch_for_realtime(s)
         s.AdvanceClock(pb.AdvanceClockRequest(to=2000))  # past the modelled end + 300 s
         job2 = s.GetJob(pb.GetJobRequest(job_id=2))
         assert job2.first_start > 101  # started only when the timeout freed the nodes

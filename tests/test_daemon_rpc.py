@@ -48,18 +48,6 @@ def daemon() -> Iterator[DaemonProc]:
         yield d
 
 
-@pytest.fixture(scope="module")
-def channel(daemon: DaemonProc) -> Iterator[grpc.Channel]:
-    ch = daemon.channel()
-    yield ch
-    ch.close()
-
-
-@pytest.fixture(scope="module")
-def stub(channel: grpc.Channel) -> scheduler_pb2_grpc.SchedulerStub:
-    return scheduler_pb2_grpc.SchedulerStub(channel)
-
-
 # ---------------------------------------------------------------------------- helpers
 def assert_sentence(details: str | None) -> str:
     """A refusal's details: one short sentence, no traceback."""

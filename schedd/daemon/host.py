@@ -255,7 +255,7 @@ class EngineHost:
             raise DecisionError(f"unknown stimulus kind {st.kind!r}")
 
     def _collect(self, applied: list[tuple[int, float]], rejected: list[tuple[Stimulus, str]],
-                 caught_up: bool, start: float) -> IterationOut:
+                 caught_up: bool, start: float, every_job: bool = False) -> IterationOut:
         engine = self.engine
         transitions, engine.transitions = engine.transitions or [], []
         commands, engine.outbox = engine.outbox or [], []
@@ -264,6 +264,8 @@ class EngineHost:
         touched = {t[1] for t in transitions} | {c.job_id for c in commands}
         touched.update(ecc.job_id for ecc, _ in eccs)
         touched.update(st.job_id for st, _ in rejected)
+        if every_job:  # recovery: the whole table is new
+            touched.update(self.records, engine.jobs, engine.finished)
         records: dict[int, JobRecord] = {}
         for job_id in touched:
             rec = self._record(job_id)
@@ -431,14 +433,7 @@ class EngineHost:
             with contextlib.suppress(DecisionError):
                 self._apply(st)
         engine.run(until=max(rec.engine_time, engine.now))
-        out = self._collect([], [], True, time.perf_counter())
-        touched = set(self.records) | set(engine.jobs) | set(engine.finished)
-        for job_id in touched:
-            r = self._record(job_id)
-            if r is not None:
-                out.records[job_id] = r
-        self._last_results = 0
-        self._add_results(out.records)
+        out = self._collect([], [], True, time.perf_counter(), every_job=True)
         out.transitions = []  # already published before the crash
         out.eccs = []
         out.commands = []
