@@ -30,6 +30,8 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/plan_sa.py
+	$(BIN)/python bench/los_dp.py
 	$(BIN)/python bench/daemon.py
 
 # Regenerate the gRPC code from proto/ (the output is committed; CI does not need protoc).

@@ -92,6 +92,34 @@ def test_anytime_policy_returns_before_the_cut() -> None:
         budgeted.close()
 
 
+def test_plan_sa_stops_its_annealing_at_the_budget_and_is_not_cut() -> None:
+    """A 400-job queue needs seconds for the full schedule; under a 0.5 s budget the
+    search stops by itself with its best plan, and the pass is not handed to the fallback."""
+    cluster = NodePool(64)
+    engine = Engine(cluster)
+    overruns: list = []
+    budgeted = BudgetedPolicy(make_policy("plan-sa", [], cluster),
+                              make_policy("easy", [], cluster), 0.5,
+                              lambda: engine.stats["passes"],
+                              on_overrun=lambda *a: overruns.append(a))
+    engine.policy = budgeted
+    engine.submit(JobSpec(1, 0.0, 5000.0, 60, 5000.0))
+    for i in range(400):
+        nodes = 1 + (i * 7) % 64
+        engine.submit(JobSpec(i + 2, 1.0, 100.0 + i, nodes, 200.0 + 3 * i))
+    try:
+        engine.run(until=1.0)
+        plan = budgeted.primary
+        assert overruns == []
+        assert plan.stats()["budget_stops"] == 1
+        assert plan.last is not None and not plan.last.finished
+        assert 0 < plan.last.evaluations < plan.schedule_evals
+        assert plan.last.best_cost <= plan.last.initial_cost
+        assert len(engine.running) > 1  # the plan started jobs in the 4 free nodes
+    finally:
+        budgeted.close()
+
+
 def test_watchdog_never_fires_after_disarm() -> None:
     dog = Watchdog()
     try:

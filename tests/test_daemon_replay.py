@@ -55,6 +55,20 @@ def test_lockstep_replay_with_checkpoints_and_failures_equals_simulate(tmp_path:
         (tmp_path / "sim" / "jobs.swf").read_bytes()
 
 
+def test_lockstep_replay_with_plan_sa_equals_simulate(tmp_path: Path) -> None:
+    """An anytime policy whose searches all finish inside the budget decides as simulate
+    does: same seed, same evaluation count, same jobs.swf."""
+    opts = ("--policy", "plan-sa", "--opt", "metric=wait2", "--opt", "evals=80",
+            "--opt", "seed=4")
+    _simulate(None, "nodes:256", tmp_path / "sim", *opts)
+    # The first plan-sa in a fresh checkout compiles its kernel: allow for it.
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:256", "--budget", "30", *opts,
+                    timeout=90) as d:
+        _replay(d, None, tmp_path / "replay", "--lockstep")
+    assert (tmp_path / "replay" / "jobs.swf").read_bytes() == \
+        (tmp_path / "sim" / "jobs.swf").read_bytes()
+
+
 def test_accelerated_replay_finishes_and_reports_divergence(tmp_path: Path) -> None:
     with DaemonProc("--clock", "accelerated", "--speedup", "50000", "--cluster", "nodes:256",
                     "--tick", "0.05") as d:

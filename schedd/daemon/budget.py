@@ -16,6 +16,7 @@ returns to Python; the pass then ends late and still falls back.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -109,10 +110,15 @@ class BudgetedPolicy:
         self._deadline = 0.0
         # Anytime policies stop at 90% of the budget (at most 50 ms early).
         self._margin = min(0.1 * budget_s, 0.05)
-        primary.bind_budget(self._out_of_time)
+        primary.bind_budget(self._out_of_time, self._time_left)
 
     def _out_of_time(self) -> bool:
         return self.enforce and time.perf_counter() >= self._deadline - self._margin
+
+    def _time_left(self) -> float:
+        if not self.enforce:
+            return math.inf  # recovery replays passes without a clock
+        return self._deadline - self._margin - time.perf_counter()
 
     def close(self) -> None:
         self._watchdog.close()

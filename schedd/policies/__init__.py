@@ -8,9 +8,11 @@ from .base import Policy, PolicyError, option_help, parse_options
 from .ckpt_backfill import CkptBackfill
 from .conservative import Conservative
 from .fcfs import Fcfs
+from .plan_sa import PlanSA
 
 POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (Fcfs, Easy, EasyBestFit, EasySjf, Conservative, CkptBackfill)
+    cls.name: cls for cls in (Fcfs, Easy, EasyBestFit, EasySjf, Conservative, CkptBackfill,
+                                 PlanSA)
 }
 
 

@@ -7,6 +7,7 @@ KEY=VALUE strings) and a `schedule(view) -> list[Decision]` method.
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -30,6 +31,10 @@ def _never() -> bool:
     return False
 
 
+def _forever() -> float:
+    return math.inf
+
+
 class Policy(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -43,12 +48,24 @@ class Policy(ABC):
         self.options = options
         self.cluster = cluster
         self._out_of_time: Callable[[], bool] = _never
+        self._time_left: Callable[[], float] = _forever
+        self.clock_bound = False
 
-    def bind_budget(self, out_of_time: Callable[[], bool]) -> None:
+    def bind_budget(self, out_of_time: Callable[[], bool],
+                    time_left: Callable[[], float] | None = None) -> None:
+        """The daemon's wall clock: `out_of_time()` turns true shortly before the pass's
+        deadline; `time_left()` says how many seconds remain until then."""
         self._out_of_time = out_of_time
+        if time_left is not None:
+            self._time_left = time_left
+        self.clock_bound = True
 
     def out_of_time(self) -> bool:
         return self._out_of_time()
+
+    def time_left(self) -> float:
+        """Seconds left in this pass's budget (infinite when no clock is bound)."""
+        return self._time_left()
 
     @abstractmethod
     def schedule(self, view: View) -> list[Decision]: ...
