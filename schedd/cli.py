@@ -136,12 +136,67 @@ def build_parser() -> argparse.ArgumentParser:
                      help="0 = actual runtimes, 1 = unchanged")
     acc.add_argument("--out", required=True, metavar="FILE", help="output trace (.gz: gzip)")
     acc.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
+    _add_lublin_parser(wl_sub)
     pol = sub.add_parser("policies", help="list policies with their options and defaults")
     pol.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                      help="also list the policies this module registers; repeatable")
     cl = sub.add_parser("cluster", help="describe a cluster spec")
     cl.add_argument("spec", help=CLUSTER_FORMS)
     return parser
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a number in [0, 1], else a one-sentence error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {text}")
+    return value
+
+
+def _add_lublin_parser(wl_sub: Any) -> None:
+    lub = wl_sub.add_parser(
+        "lublin", help="generate a Lublin-Feitelson CWF workload (LOS paper, Sec. IV-D)",
+        description="Generate jobs from the Lublin-Feitelson model as the LOS paper "
+        "parameterises it (Tables I and II): sizes in units of --unit processors, small (1-3 "
+        "units) with probability P_S; hyper-Gamma runtimes correlated with size; Gamma "
+        "arrivals with beta_arr solved for the target load; dedicated jobs with requested "
+        "start times; ET/RT elastic control commands. Writes CWF and prints the target and "
+        "achieved load. See docs/workloads.md.")
+    lub.add_argument("--jobs", type=_at_least(1, int), default=500, metavar="N",
+                     help="number of jobs (default 500)")
+    lub.add_argument("--seed", type=_at_least(0, int), default=0,
+                     help="random seed (default 0); same inputs and seed give the same file")
+    target = lub.add_mutually_exclusive_group()
+    target.add_argument("--load", type=_at_least(0, strict=True), default=0.9, metavar="L",
+                        help="target load sum(size x runtime) / (procs x last arrival); "
+                        "beta_arr is solved for it (default 0.9)")
+    target.add_argument("--beta-arr", type=_at_least(0, strict=True), default=None,
+                        metavar="B", help="use this beta_arr instead of a target load (the "
+                        "paper sweeps 0.4101-0.6101)")
+    lub.add_argument("--procs", type=_at_least(1, int), default=320, metavar="M",
+                     help="processors of the machine, a multiple of --unit (default 320)")
+    lub.add_argument("--unit", type=_at_least(1, int), default=32, metavar="K",
+                     help="allocation unit in processors (default 32)")
+    lub.add_argument("--ps", type=_probability, default=0.5, metavar="P",
+                     help="P_S, probability of a small job (default 0.5)")
+    lub.add_argument("--pd", type=_probability, default=0.0, metavar="P",
+                     help="P_D, probability of a dedicated job (default 0: batch only)")
+    lub.add_argument("--pe", type=_probability, default=0.2, metavar="P",
+                     help="P_E, probability of a runtime extension (ET) command (default 0.2)")
+    lub.add_argument("--pr", type=_probability, default=0.1, metavar="P",
+                     help="P_R, probability of a runtime reduction (RT) command (default 0.1)")
+    lub.add_argument("--lead", type=_at_least(0), default=3600.0, metavar="S",
+                     help="mean seconds from a dedicated job's submission to its requested "
+                     "start, exponential (default 3600)")
+    lub.add_argument("--ecc-mean", type=_at_least(0), default=0.25, metavar="F",
+                     help="mean ECC amount as a fraction of the job's requested time, "
+                     "exponential (default 0.25)")
+    lub.add_argument("--overestimate", type=_at_least(1), default=1.0, metavar="F",
+                     help="requested time = runtime x U(1, F) (default 1: exact estimates)")
+    lub.add_argument("--out", required=True, metavar="FILE", help="output CWF trace (.gz: gzip)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,6 +302,8 @@ def _policies() -> int:
 
 
 def _workload(args: argparse.Namespace) -> int:
+    if args.workload_command == "lublin":
+        return _workload_lublin(args)
     from .traces import read_trace
     from .traces.swf import write_trace
     from .traces.workload import with_estimate_accuracy
@@ -254,6 +311,34 @@ def _workload(args: argparse.Namespace) -> int:
     trace = with_estimate_accuracy(read_trace(args.trace, lenient=args.lenient), args.alpha)
     write_trace(args.out, trace)
     print(f"wrote {args.out}: {len(trace)} jobs, requested times at alpha {args.alpha:g}")
+    return 0
+
+
+def _workload_lublin(args: argparse.Namespace) -> int:
+    from .traces.lublin import LublinParams, generate
+    from .traces.swf import write_trace
+
+    params = LublinParams(
+        jobs=args.jobs, procs=args.procs, unit=args.unit, p_small=args.ps,
+        p_dedicated=args.pd, p_extend=args.pe, p_reduce=args.pr, load=args.load,
+        beta_arr=args.beta_arr, lead=args.lead, ecc_mean=args.ecc_mean,
+        overestimate=args.overestimate)
+    try:
+        result = generate(params, seed=args.seed)
+        write_trace(args.out, result.trace)
+    except ValueError as err:
+        print(f"schedd: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"schedd: error: cannot write {args.out} ({err.strerror})", file=sys.stderr)
+        return 2
+    trace = result.trace
+    dedicated = int((trace.columns["job_class"] == "D").sum())
+    kinds = [e.kind for e in trace.eccs]
+    print(f"wrote {args.out}: {len(trace)} jobs ({dedicated} dedicated), {len(kinds)} ECCs "
+          f"({kinds.count('ET')} ET, {kinds.count('RT')} RT)")
+    target = "none (--beta-arr)" if result.target is None else f"{result.target:.4f}"
+    print(f"load: target {target}, achieved {result.load:.4f} (beta_arr {result.beta_arr:.6f})")
     return 0
 
 
