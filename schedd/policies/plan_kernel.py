@@ -88,16 +88,22 @@ def term(metric, start, end, submit):
 
 
 @njit(cache=True)
+def initial_profile(T0, F0, L0, cap):  # noqa: N803
+    """Working arrays of `cap` entries holding the running jobs' profile."""
+    T = np.empty(cap, np.float64)
+    F = np.empty(cap, np.int64)
+    T[:L0] = T0[:L0]
+    F[:L0] = F0[:L0]
+    return T, F
+
+
+@njit(cache=True)
 def decode(order, T0, F0, L0, nodes, walltime, submit, metric, base_cost,  # noqa: N803
            not_now, starts):
     """Decode a whole permutation from the initial profile: fills `starts` (by job index,
     +inf for a job that never fits) and returns the cost. A job with `not_now` set may not
     start at the first breakpoint (now): the engine could not give it a partition."""
-    cap = L0 + len(order) + 1
-    T = np.empty(cap, np.float64)
-    F = np.empty(cap, np.int64)
-    T[:L0] = T0[:L0]
-    F[:L0] = F0[:L0]
+    T, F = initial_profile(T0, F0, L0, L0 + len(order) + 1)
     L = L0
     cost = base_cost
     for q in range(len(order)):
@@ -152,11 +158,7 @@ def init_snapshots(perm, T0, F0, L0, nodes, walltime, submit, lower, metric,  # 
     """Decode `perm` from scratch into buffer 0, recording every `stride`-th profile;
     returns the cost."""
     n = len(perm)
-    cap = snap_t.shape[2]
-    T = np.empty(cap, np.float64)
-    F = np.empty(cap, np.int64)
-    T[:L0] = T0[:L0]
-    F[:L0] = F0[:L0]
+    T, F = initial_profile(T0, F0, L0, snap_t.shape[2])
     L = L0
     cost = base_cost
     placed_lb = 0.0
