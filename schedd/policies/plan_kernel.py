@@ -28,9 +28,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-METRIC_WAIT = 0  # PLAN 1: sum of waits (the mean times n)
-METRIC_WAIT2 = 1  # PLAN 2: sum of squared waits
-METRIC_MAKESPAN = 2  # PLAN 3: latest planned end (maximising utilisation = minimising it)
+from .plan_sa import METRICS
+
+METRIC_WAIT = METRICS["wait"]  # PLAN 1: sum of waits (the mean times n)
+METRIC_WAIT2 = METRICS["wait2"]  # PLAN 2: sum of squared waits
+METRIC_MAKESPAN = METRICS["util"]  # PLAN 3: latest planned end (max utilisation = min it)
 
 # Indexes into the `scalars` array the annealing loop updates in place.
 CUR_COST, BEST_COST, EVALS, ACCEPTED, IMPROVED, ABORTED, CONVERGED = range(7)

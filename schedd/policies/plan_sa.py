@@ -45,7 +45,8 @@ from ..core.view import View
 from .backfill import eligible_queue, releases
 from .base import Policy, PolicyError
 
-# Metric codes of the kernel (plan_kernel.METRIC_*), by option value.
+# Metric codes by option value; plan_kernel takes its METRIC_* from here (this module must
+# not import the kernel at load time, or listing policies would load numba).
 METRICS = {"wait": 0, "wait2": 1, "util": 2}
 WAIT2, MAKESPAN = METRICS["wait2"], METRICS["util"]
 SNAPSHOT_STRIDE = 8  # profile kept every 8 positions (measured in bench/plan_sa.py)
@@ -243,10 +244,11 @@ class PlanSA(Policy):
         best = perm.copy()
         work_t = np.empty(cap, dtype=np.float64)
         work_f = np.empty(cap, dtype=np.int64)
+        total_lower = float(p.lower.sum())
 
         def run(begin: int, end: int) -> None:
             kernel.anneal(perm, best, p.times, p.free, len(p.times), p.sizes, p.walltime,
-                          p.submit, p.lower, float(p.lower.sum()), self.metric, scale,
+                          p.submit, p.lower, total_lower, self.metric, scale,
                           SNAPSHOT_STRIDE, self.temps, self.options.n, moves_i, moves_j,
                           log_u, begin, end, snap_t, snap_f, snap_l, snap_c, snap_lb, owner,
                           scalars, work_t, work_f)
@@ -341,7 +343,6 @@ def warm_up() -> None:
     if _warm:
         return
     _warm = True
-
     policy = PlanSA(PlanOptions(tth=0.5, n=2), NodePool(2))
     zeros = np.zeros(3)
     toy = Problem([], np.array([1, 2, 1], dtype=np.int64), np.array([5.0, 5.0, 20.0]), zeros,
