@@ -35,11 +35,11 @@ def _at_least(low: float, kind: type = float, strict: bool = False):
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """Checkpoint and failure options, shared by `simulate` and `serve`."""
+    """Checkpoint, failure and elastic-command options, shared by `simulate` and `serve`."""
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                         help="import a module (dotted name or .py file) that registers more "
                         "policies with schedd.policies.register; repeatable")
-    ck = parser.add_argument_group("checkpoints and failures")
+    ck = parser.add_argument_group("checkpoints, failures and elastic commands")
     ck.add_argument("--ckpt", default="trace", choices=["none", "trace", "sys", "app", "daly"],
                     help="periodic checkpoints: none; per-job interval from the trace (default); "
                     "SYS-CKPT universal interval; APP-CKPT x%% rule; Daly's optimum")
@@ -65,6 +65,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                     help="a job hit by a failure ends FAILED instead of being requeued")
     ck.add_argument("--warning", type=_at_least(0), default=120.0, metavar="S",
                     help="malleable jobs' pre-preemption warning (default 120)")
+    ck.add_argument("--ecc-max", type=_at_least(0, int), default=0, metavar="N",
+                    help="ECC processor: at most N elastic control commands per job, later "
+                    "ones are refused (default 0: no limit)")
 
 
 
@@ -82,6 +85,7 @@ def engine_options_from(args: argparse.Namespace, **extra: Any) -> Any:
         requeue_on_failure=not args.no_requeue_on_failure,
         mtbf_s=args.mtbf * 3600.0,
         mttr_s=args.mttr * 3600.0,
+        ecc_max_per_job=args.ecc_max,
         **extra,
     )
 

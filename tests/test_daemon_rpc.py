@@ -501,6 +501,23 @@ def test_elastic_control_unknown_and_finished(stub):
             "completed")
 
 
+def test_elastic_control_refused_by_a_policy_without_ecc_processor():
+    """Table III of the LOS paper: `los` has no ECC processor, `los-e` has one."""
+    for policy, applies in (("los", False), ("los-e", True)):
+        with DaemonProc("--clock", "lockstep", "--cluster", "nodes:64", "--policy", policy,
+                        "--opt", "unit=1") as d, d.channel() as ch:
+            s = scheduler_pb2_grpc.SchedulerStub(ch)
+            job_id = running_job(s, walltime=1000)
+            request = ecc(job_id, pb.ECC_KIND_ET, 100)
+            if applies:
+                s.ElasticControl(request, timeout=TIMEOUT)
+                advance(s)
+                assert get(s, job_id).walltime == pytest.approx(1100)
+            else:
+                refused(s.ElasticControl, request, PRECONDITION, "los", "ECC processor")
+                assert get(s, job_id).walltime == 1000
+
+
 def test_elastic_control_extends_running_job(stub):
     job_id = running_job(stub, walltime=1000)
     out = stub.ElasticControl(ecc(job_id, pb.ECC_KIND_ET, 100), timeout=TIMEOUT)

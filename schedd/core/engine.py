@@ -162,6 +162,8 @@ class Engine:
         self.cluster = cluster
         self.policy = policy
         self.options = options or EngineOptions()
+        # Table III of the LOS paper: only schedulers with an ECC processor apply commands.
+        self._eccs_on = bool(getattr(policy, "processes_eccs", True))
         self.rng = random.Random(seed)
         self.now = 0.0
         self.state = cluster.new_state()
@@ -724,6 +726,8 @@ class Engine:
             return "rejected: job not live"
         if ecc.kind not in ECC_KINDS or ecc.amount <= 0:
             return f"rejected: bad command {ecc.kind} {ecc.amount}"
+        if not self._eccs_on:
+            return f"rejected: policy {self.policy.name} has no ECC processor"
         limit = self.options.ecc_max_per_job
         if limit and x.ecc_count >= limit:
             return f"rejected: job already had {limit} commands"

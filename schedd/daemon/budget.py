@@ -100,6 +100,7 @@ class BudgetedPolicy:
         self.name = primary.name
         self.summary = primary.summary
         self.options = primary.options
+        self.processes_eccs = primary.processes_eccs
         self.enforce = True  # off while recovery replays the journal
         self.forced_fallback: set[int] = set()
         self._pass_index = pass_index

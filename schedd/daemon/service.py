@@ -441,6 +441,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             if kind in ("EP", "RP") and not amount.is_integer():
                 _invalid(f"{kind} changes nodes: amount must be a whole number, got {amount:g}")
             self._live(request.job_id, "apply an elastic control command to")
+            policy = self.host.policy
+            if not policy.processes_eccs:
+                raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
+                              f"policy {policy.name} has no ECC processor, so it does not "
+                              "apply elastic control commands (run its -e variant)")
             now = self._now()
             when = max(now, _finite("time", request.time)) if request.HasField("time") else now
             st = Stimulus("ecc", {"job_id": request.job_id, "time": when, "kind": kind,

@@ -191,3 +191,11 @@ class EasySjf(Easy):
     order = "sjf"
 
 
+
+
+class EasyE(Easy):
+    """The LOS paper's EASY-E (Table III): EASY with the ECC processor, which `easy` has
+    too; a name of its own so that all twelve schedulers can be named (docs/los.md)."""
+
+    name = "easy-e"
+    summary = "EASY backfilling with the ECC processor (Table III; the same code as easy)"

@@ -43,6 +43,10 @@ class Policy(ABC):
     # plan so far; the daemon binds a wall-clock check, the simulator none (the core never
     # reads a clock itself).
     anytime: ClassVar[bool] = False
+    # Whether the engine's ECC processor serves this policy: elastic control commands
+    # (ET/RT/EP/RP) are applied FCFS; without it they are refused and logged (the LOS
+    # paper's non-E schedulers, Table III).
+    processes_eccs: ClassVar[bool] = True
 
     def __init__(self, options: Any, cluster: Cluster):
         self.options = options

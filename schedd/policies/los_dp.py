@@ -23,6 +23,7 @@ Table fill: one vector operation per job over the whole capacity grid.
 from __future__ import annotations
 
 import math
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +32,7 @@ BGP_UNIT_NODES = 32  # Blue Gene/P allocates multiples of 32 processors (the pap
 MAX_UNITS = 600  # largest capacity axis `choose_unit` allows (bench/los_dp.py: < 50 ms)
 MAX_TABLE_CELLS = 1 << 26  # the selection table's cells (bytes); bigger is a unit mistake
 
-IntArray = npt.NDArray[np.intp]
+IntArray: TypeAlias = npt.NDArray[np.intp]
 
 
 def choose_unit(machine_nodes: int, hardware_unit: int = 1, max_units: int = MAX_UNITS) -> int:

@@ -1,0 +1,434 @@
+"""Delayed-LOS and Hybrid-LOS vs LOS and EASY on Lublin-Feitelson workloads (the LOS
+paper's §V: Figs. 5-7, 9 and 11, Tables IV-VII).
+
+    .venv/bin/python experiments/los.py [PART ...] [--seeds N] [--jobs J] [--quick]
+                                        [--cs02 C] [--cs05 C] [--workers W] [--out FILE]
+
+PART is any of `cs`, `batch`, `hetero`, `elastic`, `lead` (default: all, in that order):
+
+* cs (Figs. 5-6): load 0.9, batch workload (P_D = 0, no ECCs), P_S = 0.5 and 0.8:
+  `delayed-los` for C_s = 1..20 against `easy` and `los`; the C_s that minimises the mean
+  wait and the one that maximises utilisation.
+* batch (Fig. 7, Table IV): P_S = 0.2, loads 0.5..1.0: easy, los, delayed-los with the
+  C_s that minimises the mean wait in a C_s sweep (1..20) at P_S = 0.2, load 0.9.
+* hetero (Fig. 9, Table V): P_S = 0.2, P_D = 0.5: easy-d, los-d, hybrid-los (the same
+  C_s), plus plain easy (dedicated jobs as ordinary jobs from their requested start).
+* elastic (Fig. 11, Tables VI-VII): P_S = 0.5 with ECCs (P_E = 0.2, P_R = 0.1): easy-e,
+  los-e, delayed-los-e; and P_S = 0.5, P_D = 0.5 with ECCs: easy-de, los-de, hybrid-los-e;
+  C_s = the wait-minimising C_s of the P_S = 0.5 sweep (computed if `cs` did not run).
+* lead: P_S = 0.2, load 0.7, P_D = 0.05 and 0.5, mean dedicated notice 1, 6 and 24 h
+  (`schedd workload lublin --lead`): how many dedicated jobs start late, and what the
+  guarantee costs the batch jobs.
+
+The machine is the paper's 320-processor Blue Gene/P (`nodes:320`, one node per processor,
+LOS policies with unit=32, lookahead 50). Every point uses the workloads of seeds
+0..N-1 (`schedd.traces.lublin.generate`, 500 jobs, load reached by tuning beta_arr), the
+same workload for every policy at a point, so comparisons are paired. Engine options are
+the CLI defaults (no checkpoints in these traces, no failures, unlimited ECCs per job).
+
+Metrics (means over seeds): utilisation = busy node-seconds / (320 x makespan); wait =
+first start - max(submit, requested start), so a dedicated job's wait is its start delay
+(for batch jobs it is the ordinary wait); slowdown = (mean wait + mean runtime) / mean
+runtime (the paper's §V definition, runtime = executed seconds). Improvement tables give,
+per metric, the paper's maximum % improvement over the loads and also the mean over the
+loads and the number of loads where the new policy is better; wait tables count, per
+load, the seeds where the new policy waits less (wins-ties-losses).
+
+C_s is chosen on the same seeds it is then evaluated on (as the paper does), which flatters
+Delayed-LOS / Hybrid-LOS slightly. The full default run (5 seeds, C_s = 1..20, 720
+simulations of 0.01-0.1 s each) takes 30-45 s on 2 processes, --seeds 30 about 2.5 min,
+--quick (2 seeds, 6 C_s values, 3 loads) a few seconds; so no C_s subset is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from schedd.core.cluster_spec import parse_cluster  # noqa: E402
+from schedd.core.engine import EngineOptions  # noqa: E402
+from schedd.core.results import STATE_CODES  # noqa: E402
+from schedd.policies import make_policy  # noqa: E402
+from schedd.sim import max_job_nodes, simulate  # noqa: E402
+from schedd.traces import normalize  # noqa: E402
+from schedd.traces.lublin import LublinParams, generate  # noqa: E402
+
+CLUSTER = "nodes:320"
+UNIT = 32
+PARTS = ("cs", "batch", "hetero", "elastic", "lead")
+LEADS = (3600.0, 6 * 3600.0, 24 * 3600.0)  # mean notice of a dedicated job (lublin --lead)
+LOADS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+CS_VALUES = tuple(range(1, 21))
+QUICK_LOADS = (0.5, 0.7, 0.9)
+QUICK_CS = (1, 2, 4, 7, 12, 20)
+SWEEP_LOAD = 0.9
+EASY_FAMILY = ("easy", "easy-e", "easy-d", "easy-de")  # these take no options
+
+
+@dataclass(frozen=True, order=True)
+class Point:
+    """One workload: P_S, P_D, with ECCs or not, target load."""
+
+    ps: float
+    pd: float
+    elastic: bool
+    load: float
+    lead: float = 3600.0
+
+    def params(self, jobs: int) -> LublinParams:
+        pe, pr = (0.2, 0.1) if self.elastic else (0.0, 0.0)
+        return LublinParams(jobs=jobs, procs=320, unit=UNIT, p_small=self.ps,
+                            p_dedicated=self.pd, p_extend=pe, p_reduce=pr, load=self.load,
+                            lead=self.lead)
+
+
+def policy_opts(policy: str, cs: int | None) -> list[str]:
+    if policy in EASY_FAMILY:
+        return []
+    opts = [f"unit={UNIT}"]
+    if cs is not None:
+        opts.append(f"cs={cs}")
+    return opts
+
+
+def run_point(point: Point, seed: int, jobs: int, runs: tuple[tuple[str, str, int | None], ...]
+              ) -> tuple[Point, int, dict[str, dict]]:
+    """Every run (label, policy, C_s) on the workload of (point, seed); metrics by label."""
+    workload = generate(point.params(jobs), seed)
+    cluster = parse_cluster(CLUSTER)
+    trace = normalize(workload.trace, max_nodes=max_job_nodes(cluster))
+    out: dict[str, dict] = {}
+    for label, policy, cs in runs:
+        cluster = parse_cluster(CLUSTER)
+        chosen = make_policy(policy, policy_opts(policy, cs), cluster)
+        r = simulate(trace, cluster, chosen, seed=0, engine_options=EngineOptions())
+        res, s = r.results, r.summary
+        ran = res["first_start"] >= 0
+        eligible = np.maximum(res["submit"], res["requested_start"])
+        wait = np.where(ran, res["first_start"] - eligible, res["wait"])
+        batch = res["requested_start"] < 0
+        mean_wait = float(wait.mean())
+        mean_run = float(res["executed"][ran].mean())
+        ded = s["dedicated"]
+        out[label] = {
+            "util": float(s["utilization"]), "wait": mean_wait,
+            "slowdown": (mean_wait + mean_run) / mean_run, "runtime": mean_run,
+            "batch_wait": float(wait[batch].mean()) if batch.any() else float("nan"),
+            "summary_wait": float(s["mean_wait_s"]),
+            "ded_jobs": ded["jobs"], "ded_delayed": ded["delayed"],
+            "ded_delay": ded["mean_delay_s"] if ded["mean_delay_s"] is not None else 0.0,
+            "eccs_in_trace": len(workload.trace.eccs),
+            "eccs_applied": int(r.engine.stats["eccs_applied"]),
+            "eccs_rejected": int(r.engine.stats["eccs_rejected"]),
+            "not_completed": int((res["final_state"] != STATE_CODES.index("completed")).sum()),
+            "load": float(workload.load), "nbar": float(res["nodes"].mean()),
+        }
+    return point, seed, out
+
+
+class Runner:
+    """Submits (point, seed) tasks to a process pool and returns results keyed by
+    (point, seed): the numbers do not depend on the order the tasks finish in."""
+
+    def __init__(self, pool: ProcessPoolExecutor, seeds: int, jobs: int):
+        self.pool, self.seeds, self.jobs = pool, seeds, jobs
+        self.simulations = 0
+
+    def run(self, points: list[Point], runs: tuple[tuple[str, str, int | None], ...]
+            ) -> dict[Point, list[dict[str, dict]]]:
+        futures = [self.pool.submit(run_point, p, s, self.jobs, runs)
+                   for p in points for s in range(self.seeds)]
+        got = {}
+        for f in futures:
+            point, seed, out = f.result()
+            got[(point, seed)] = out
+        self.simulations += len(futures) * len(runs)
+        return {p: [got[(p, s)] for s in range(self.seeds)] for p in points}
+
+
+def mean(per_seed: list[dict[str, dict]], label: str, key: str) -> float:
+    return float(np.mean([r[label][key] for r in per_seed]))
+
+
+def wtl(per_seed: list[dict[str, dict]], new: str, old: str, key: str = "wait") -> str:
+    """Seeds where `new` is lower than `old` on `key`: wins-ties-losses."""
+    a = np.array([r[new][key] for r in per_seed])
+    b = np.array([r[old][key] for r in per_seed])
+    return f"{int((a < b).sum())}-{int((a == b).sum())}-{int((a > b).sum())}"
+
+
+def improvement(metric: str, new: float, old: float) -> float:
+    if metric == "util":
+        return (new - old) / old * 100.0
+    return (old - new) / old * 100.0
+
+
+# ----------------------------------------------------------------------------- C_s sweep
+
+
+def cs_sweep(runner: Runner, ps: float, cs_values: tuple[int, ...], lines: list[str],
+             figure: str) -> tuple[int, int]:
+    """delayed-los for each C_s at load 0.9; returns (wait-minimising, util-maximising)."""
+    point = Point(ps, 0.0, False, SWEEP_LOAD)
+    runs = (("easy", "easy", None), ("los", "los", None))
+    runs += tuple((f"cs={c}", "delayed-los", c) for c in cs_values)
+    per_seed = runner.run([point], runs)[point]
+    head = ("policy", "utilisation", "mean wait (s)", "slowdown", "wait vs los",
+            "wait vs easy", "seeds beating los on wait (w-t-l)", "vs easy (w-t-l)")
+    nbar = mean(per_seed, "easy", "nbar")
+    load = mean(per_seed, "easy", "load")
+    lines += ["", f"### C_s sweep, P_S = {ps:g}, load {SWEEP_LOAD:g} ({figure})", "",
+              f"Batch workload, {runner.seeds} seeds; achieved load {load:.3f}, "
+              f"mean job size n = {nbar:.1f} processors.", "",
+              "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    los_w, easy_w = mean(per_seed, "los", "wait"), mean(per_seed, "easy", "wait")
+    for label, _, cs in runs:
+        w = mean(per_seed, label, "wait")
+        name = label if cs is None else f"delayed-los C_s={cs}"
+        cells = [name, f"{mean(per_seed, label, 'util'):.4f}", f"{w:,.0f}",
+                 f"{mean(per_seed, label, 'slowdown'):.2f}", f"{w / los_w - 1:+.1%}",
+                 f"{w / easy_w - 1:+.1%}",
+                 "-" if cs is None else wtl(per_seed, label, "los"),
+                 "-" if cs is None else wtl(per_seed, label, "easy")]
+        lines.append("| " + " | ".join(cells) + " |")
+    waits = [(mean(per_seed, f"cs={c}", "wait"), c) for c in cs_values]
+    utils = [(-mean(per_seed, f"cs={c}", "util"), c) for c in cs_values]
+    best_wait, best_util = min(waits)[1], min(utils)[1]
+    lines += ["", f"P_S = {ps:g}: C_s minimising mean wait = **{best_wait}**; "
+                  f"C_s maximising utilisation = **{best_util}** (ties: the smallest C_s)."]
+    return best_wait, best_util
+
+
+# ----------------------------------------------------------------------------- load sweeps
+
+
+@dataclass(frozen=True)
+class Sweep:
+    title: str
+    ps: float
+    pd: float
+    elastic: bool
+    new: str  # the proposed policy (label)
+    baselines: tuple[str, ...]  # improvement over these (labels)
+    extra: tuple[str, ...] = ()  # reference runs not in the improvement tables
+    table: str = ""
+
+
+def load_sweep(runner: Runner, sw: Sweep, cs: int, loads: tuple[float, ...],
+               lines: list[str]) -> dict[Point, list[dict[str, dict]]]:
+    labels = sw.baselines + (sw.new,) + sw.extra
+    runs = tuple((lab, lab, cs if lab in (sw.new,) else None) for lab in labels)
+    points = [Point(sw.ps, sw.pd, sw.elastic, load) for load in loads]
+    data = runner.run(points, runs)
+    first = data[points[0]]
+    workload = f"P_S = {sw.ps:g}, P_D = {sw.pd:g}" + (
+        ", ECCs P_E = 0.2, P_R = 0.1" if sw.elastic else ", no ECCs")
+    lines += ["", f"### {sw.title}", "",
+              f"{workload}; {sw.new} with C_s = {cs}; {runner.seeds} seeds per load; mean job "
+              f"size n = {mean(first, labels[0], 'nbar'):.1f} processors. Each cell: "
+              "utilisation / mean wait (s) / slowdown.", ""]
+    head = ["load (achieved)"] + list(labels)
+    lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for p in points:
+        ps = data[p]
+        cells = [f"{p.load:g} ({mean(ps, labels[0], 'load'):.3f})"]
+        for lab in labels:
+            cells.append(f"{mean(ps, lab, 'util'):.4f} / {mean(ps, lab, 'wait'):,.0f} / "
+                         f"{mean(ps, lab, 'slowdown'):.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    # improvement table (the paper's Tables IV-VII, plus mean and count of better loads)
+    lines += ["", f"% improvement of {sw.new} ({sw.table}: the paper gives the maximum only; "
+                  "mean over the loads and loads where better added):", ""]
+    head = ["metric"] + [f"over {b}: max / mean / better at" for b in sw.baselines]
+    lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for metric, name in (("util", "utilisation"), ("wait", "job waiting time"),
+                         ("slowdown", "slowdown")):
+        cells = [name]
+        for b in sw.baselines:
+            imp = [improvement(metric, mean(data[p], sw.new, metric), mean(data[p], b, metric))
+                   for p in points]
+            cells.append(f"{max(imp):+.2f} / {np.mean(imp):+.2f} / "
+                         f"{sum(i > 0 for i in imp)} of {len(imp)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    # per-seed wins on wait
+    lines += ["", f"Seeds where {sw.new} waits less (wins-ties-losses of {runner.seeds}):", ""]
+    head = ["load"] + [f"vs {b}" for b in sw.baselines]
+    lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for p in points:
+        lines.append("| " + " | ".join([f"{p.load:g}"] + [wtl(data[p], sw.new, b)
+                                                          for b in sw.baselines]) + " |")
+    if sw.pd > 0:
+        dedicated_table(data, points, labels, lines)
+    if sw.elastic:
+        ecc_table(data, points, labels, lines)
+    bad = sum(r[lab]["not_completed"] for p in points for r in data[p] for lab in labels)
+    if bad:
+        lines += ["", f"**Note:** {bad} job runs did not complete (killed or cancelled)."]
+    return data
+
+
+def dedicated_table(data, points, labels, lines: list[str]) -> None:
+    lines += ["", "Dedicated jobs (means over seeds): fraction started late / mean start delay "
+                  "(s, on-time ones as 0) / batch jobs' mean wait (s):", ""]
+    head = ["load", "dedicated jobs"] + list(labels)
+    lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for p in points:
+        ps = data[p]
+        cells = [f"{p.load:g}", f"{mean(ps, labels[0], 'ded_jobs'):.1f}"]
+        for lab in labels:
+            frac = np.mean([r[lab]["ded_delayed"] / max(r[lab]["ded_jobs"], 1) for r in ps])
+            cells.append(f"{frac:.1%} / {mean(ps, lab, 'ded_delay'):,.0f} / "
+                         f"{mean(ps, lab, 'batch_wait'):,.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+
+
+def lead_sweep(runner: Runner, cs: int | None, lines: list[str]) -> None:
+    """How late dedicated jobs are as their notice grows (P_S = 0.2, load 0.7, P_D = 0.05
+    and 0.5): with a short notice the nodes are mostly held by jobs started before the
+    dedicated job was submitted; with a long one the reservations can be kept, unless
+    dedicated jobs overlap each other beyond the machine (P_D = 0.5)."""
+    labels = ("easy-d", "los-d", "hybrid-los", "easy")
+    runs = tuple((lab, lab, cs if lab == "hybrid-los" else None) for lab in labels)
+    for pd in (0.05, 0.5):
+        points = [Point(0.2, pd, False, 0.7, lead) for lead in LEADS]
+        data = runner.run(points, runs)
+        lines += ["", f"P_S = 0.2, **P_D = {pd:g}**, load 0.7, {runner.seeds} seeds; hybrid-los "
+                      f"with C_s = {cs}. Each cell: dedicated jobs started late / mean start "
+                      "delay (s) / batch jobs' mean wait (s) / utilisation.", "",
+                  "| mean notice (h) | " + " | ".join(labels) + " |",
+                  "|---" * (len(labels) + 1) + "|"]
+        for p in points:
+            ps = data[p]
+            cells = [f"{p.lead / 3600:g}"]
+            for lab in labels:
+                frac = np.mean([r[lab]["ded_delayed"] / max(r[lab]["ded_jobs"], 1)
+                                for r in ps])
+                cells.append(f"{frac:.1%} / {mean(ps, lab, 'ded_delay'):,.0f} / "
+                             f"{mean(ps, lab, 'batch_wait'):,.0f} / "
+                             f"{mean(ps, lab, 'util'):.4f}")
+            lines.append("| " + " | ".join(cells) + " |")
+
+
+def ecc_table(data, points, labels, lines: list[str]) -> None:
+    lines += ["", "Elastic control commands, totals over all loads and seeds (the ECC "
+                  "processor ran):", "", "| policy | ECCs in traces | applied | rejected |",
+              "|---|---|---|---|"]
+    for lab in labels:
+        tot = {k: sum(r[lab][k] for p in points for r in data[p])
+               for k in ("eccs_in_trace", "eccs_applied", "eccs_rejected")}
+        lines.append(f"| {lab} | {tot['eccs_in_trace']:,} | {tot['eccs_applied']:,} | "
+                     f"{tot['eccs_rejected']:,} |")
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("parts", nargs="*", metavar="PART",
+                    help=f"any of {', '.join(PARTS)} (default: all)")
+    ap.add_argument("--seeds", type=int, default=None,
+                    help="workload seeds 0..N-1 per point (default 5; 2 with --quick)")
+    ap.add_argument("--jobs", type=int, default=500, help="jobs per workload (the paper's N_J)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"smoke run: C_s in {QUICK_CS}, loads {QUICK_LOADS}, 2 seeds")
+    ap.add_argument("--cs02", type=int, default=None,
+                    help="C_s for P_S = 0.2 (batch, hetero); default: from a C_s sweep")
+    ap.add_argument("--cs05", type=int, default=None,
+                    help="C_s for P_S = 0.5 (elastic); default: from a C_s sweep")
+    ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    ap.add_argument("--out", default=None, help="also write the Markdown here")
+    args = ap.parse_args()
+    parts = args.parts or list(PARTS)
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        ap.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    seeds = args.seeds if args.seeds is not None else (2 if args.quick else 5)
+    if seeds < 1 or args.jobs < 1:
+        ap.error("--seeds and --jobs must be at least 1")
+    cs_values = QUICK_CS if args.quick else CS_VALUES
+    loads = QUICK_LOADS if args.quick else LOADS
+
+    started = time.perf_counter()
+    lines = ["# Delayed-LOS / Hybrid-LOS experiments (LOS paper §V)", "",
+             f"machine: {platform.machine()}, {platform.system()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()}, NumPy {np.__version__}; "
+             f"{args.workers} worker processes", "",
+             "command: `" + " ".join([Path(sys.executable).name] + sys.argv) + "`", "",
+             f"{args.jobs} jobs per workload, seeds 0..{seeds - 1}, cluster {CLUSTER}, "
+             f"LOS unit {UNIT}, lookahead 50."]
+    print("\n".join(lines), flush=True)
+    shown = len(lines)
+
+    def flush() -> None:
+        nonlocal shown
+        print("\n".join(lines[shown:]), flush=True)
+        shown = len(lines)
+
+    cs: dict[float, int | None] = {0.2: args.cs02, 0.5: args.cs05}
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        runner = Runner(pool, seeds, args.jobs)
+        if "cs" in parts:
+            lines += ["", "## 1. C_s sweep (Figs. 5 and 6)"]
+            best = cs_sweep(runner, 0.5, cs_values, lines, "Fig. 5")
+            if cs[0.5] is None:
+                cs[0.5] = best[0]
+            flush()
+            cs_sweep(runner, 0.8, cs_values, lines, "Fig. 6")
+            flush()
+        if ("batch" in parts or "hetero" in parts or "lead" in parts) and cs[0.2] is None:
+            lines += ["", "## C_s for P_S = 0.2 (\"first empirically obtain the optimal value "
+                          "of C_s\")"]
+            cs[0.2] = cs_sweep(runner, 0.2, cs_values, lines, "C_s choice for Figs. 7, 9")[0]
+            flush()
+        if "elastic" in parts and cs[0.5] is None:
+            lines += ["", "## C_s for P_S = 0.5 (for the elastic runs)"]
+            cs[0.5] = cs_sweep(runner, 0.5, cs_values, lines, "C_s choice for Fig. 11")[0]
+            flush()
+        if "batch" in parts:
+            lines += ["", "## 2. Batch workload, load sweep (Fig. 7, Table IV)"]
+            load_sweep(runner, Sweep("Batch, P_S = 0.2 (Fig. 7)", 0.2, 0.0, False,
+                                     "delayed-los", ("los", "easy"), table="Table IV"),
+                       cs[0.2], loads, lines)
+            flush()
+        if "hetero" in parts:
+            lines += ["", "## 3. Heterogeneous workload, load sweep (Fig. 9, Table V)"]
+            load_sweep(runner, Sweep("Heterogeneous, P_S = 0.2, P_D = 0.5 (Fig. 9)", 0.2, 0.5,
+                                     False, "hybrid-los", ("los-d", "easy-d"), ("easy",),
+                                     table="Table V"), cs[0.2], loads, lines)
+            flush()
+        if "elastic" in parts:
+            lines += ["", "## 4. Elastic workloads (Fig. 11, Tables VI and VII)"]
+            load_sweep(runner, Sweep("Elastic batch, P_S = 0.5 (Fig. 11)", 0.5, 0.0, True,
+                                     "delayed-los-e", ("los-e", "easy-e"), table="Table VI"),
+                       cs[0.5], loads, lines)
+            flush()
+            load_sweep(runner, Sweep("Elastic heterogeneous, P_S = 0.5, P_D = 0.5 (Fig. 11)",
+                                     0.5, 0.5, True, "hybrid-los-e", ("los-de", "easy-de"),
+                                     table="Table VII"), cs[0.5], loads, lines)
+            flush()
+        if "lead" in parts:
+            lines += ["", "## 5. Dedicated jobs and their notice"]
+            lead_sweep(runner, cs[0.2], lines)
+            flush()
+    lines += ["", f"({runner.simulations:,} simulations, wall time "
+                  f"{time.perf_counter() - started:.0f} s with {args.workers} processes)"]
+    flush()
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
