@@ -331,6 +331,23 @@ def ecc_table(data, points, labels, lines: list[str]) -> None:
                      f"{tot['eccs_rejected']:,} |")
 
 
+# The load sweeps of parts batch, hetero and elastic: (heading, sweeps); each sweep uses the
+# C_s chosen for its P_S.
+LOAD_SWEEPS = {
+    "batch": ("## 2. Batch workload, load sweep (Fig. 7, Table IV)", (
+        Sweep("Batch, P_S = 0.2 (Fig. 7)", 0.2, 0.0, False, "delayed-los", ("los", "easy"),
+              table="Table IV"),)),
+    "hetero": ("## 3. Heterogeneous workload, load sweep (Fig. 9, Table V)", (
+        Sweep("Heterogeneous, P_S = 0.2, P_D = 0.5 (Fig. 9)", 0.2, 0.5, False, "hybrid-los",
+              ("los-d", "easy-d"), ("easy",), table="Table V"),)),
+    "elastic": ("## 4. Elastic workloads (Fig. 11, Tables VI and VII)", (
+        Sweep("Elastic batch, P_S = 0.5 (Fig. 11)", 0.5, 0.0, True, "delayed-los-e",
+              ("los-e", "easy-e"), table="Table VI"),
+        Sweep("Elastic heterogeneous, P_S = 0.5, P_D = 0.5 (Fig. 11)", 0.5, 0.5, True,
+              "hybrid-los-e", ("los-de", "easy-de"), table="Table VII"))),
+}
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -396,28 +413,13 @@ def main() -> int:
             lines += ["", "## C_s for P_S = 0.5 (for the elastic runs)"]
             cs[0.5] = cs_sweep(runner, 0.5, cs_values, lines, "C_s choice for Fig. 11")[0]
             flush()
-        if "batch" in parts:
-            lines += ["", "## 2. Batch workload, load sweep (Fig. 7, Table IV)"]
-            load_sweep(runner, Sweep("Batch, P_S = 0.2 (Fig. 7)", 0.2, 0.0, False,
-                                     "delayed-los", ("los", "easy"), table="Table IV"),
-                       cs[0.2], loads, lines)
-            flush()
-        if "hetero" in parts:
-            lines += ["", "## 3. Heterogeneous workload, load sweep (Fig. 9, Table V)"]
-            load_sweep(runner, Sweep("Heterogeneous, P_S = 0.2, P_D = 0.5 (Fig. 9)", 0.2, 0.5,
-                                     False, "hybrid-los", ("los-d", "easy-d"), ("easy",),
-                                     table="Table V"), cs[0.2], loads, lines)
-            flush()
-        if "elastic" in parts:
-            lines += ["", "## 4. Elastic workloads (Fig. 11, Tables VI and VII)"]
-            load_sweep(runner, Sweep("Elastic batch, P_S = 0.5 (Fig. 11)", 0.5, 0.0, True,
-                                     "delayed-los-e", ("los-e", "easy-e"), table="Table VI"),
-                       cs[0.5], loads, lines)
-            flush()
-            load_sweep(runner, Sweep("Elastic heterogeneous, P_S = 0.5, P_D = 0.5 (Fig. 11)",
-                                     0.5, 0.5, True, "hybrid-los-e", ("los-de", "easy-de"),
-                                     table="Table VII"), cs[0.5], loads, lines)
-            flush()
+        for part in ("batch", "hetero", "elastic"):
+            if part in parts:
+                heading, sweeps = LOAD_SWEEPS[part]
+                lines += ["", heading]
+                for sweep in sweeps:
+                    load_sweep(runner, sweep, cs[sweep.ps], loads, lines)
+                    flush()
         if "lead" in parts:
             lines += ["", "## 5. Dedicated jobs and their notice"]
             lead_sweep(runner, cs[0.2], lines)
