@@ -27,7 +27,7 @@ from ..core.cluster import Cluster, NodePool
 from ..core.decisions import Decision, Start, WakeAt
 from ..core.job import Job
 from ..core.view import View
-from .backfill import EasyE, eligible_queue
+from .backfill import EasyE, eligible_queue, releases
 from .base import NoOptions, Policy, PolicyError
 from .los_dp import basic_dp, choose_unit, job_units, reservation_dp, still_running_at_freeze
 
@@ -63,12 +63,8 @@ class PassState:
         self.now = view.now
         self.unit = unit
         self.free = view.free_nodes
-        running = view.running
-        ends = [(end, running[jid].alloc_nodes) for end, jid in view.running_by_end()]
-        if view.checkpointing_count:
-            ends += [(end, running[jid].alloc_nodes) for end, jid in view.checkpointing_until()]
-        ends.sort()  # by (end, nodes): `start` inserts into it
-        self.ends = ends
+        # by (end, nodes): `start` inserts into it
+        self.ends = sorted((end, alloc.nodes) for end, _, alloc in releases(view, []))
         self.decisions: list[Decision] = []
 
     def start(self, job: Job) -> None:
@@ -79,6 +75,10 @@ class PassState:
     @property
     def free_units(self) -> int:
         return self.free // self.unit
+
+    def units(self, nodes: int) -> int:
+        """A job size in units, rounded up (as `job_units`)."""
+        return -(-nodes // self.unit)
 
     def capacity_before(self, t: float) -> int:
         """Nodes free at `t`: free now plus every release strictly before `t` (a job ending
@@ -190,8 +190,9 @@ class LosFamily(Policy):
 
     # ------------------------------------------------------------------ queues
     def _queues(self, view: View, decisions: list[Decision]) -> tuple[list[Job], list[Job]]:
-        """(batch queue W^b, queued dedicated jobs); asks to be woken at the next
-        dedicated start."""
+        """(batch queue W^b, queued dedicated jobs, or none if no requested start is still
+        ahead: then there is nothing to guard); asks to be woken at the next dedicated
+        start."""
         if not self.dedicated:
             return list(eligible_queue(view, decisions)), []
         now = view.now
@@ -213,7 +214,7 @@ class LosFamily(Policy):
             decisions.append(WakeAt(min(future)))
         batch = [waiting[jid] for jid in self.moved]
         batch += [j for j in queue if not is_dedicated(j)]
-        return batch, dedicated
+        return batch, (dedicated if future else [])
 
     def schedule(self, view: View) -> list[Decision]:
         decisions: list[Decision] = []
@@ -224,9 +225,7 @@ class LosFamily(Policy):
         if not batch or view.free_nodes == 0:
             return decisions
         state = PassState(view, self.unit)
-        guard = None
-        if any(j.requested_start > state.now for j in dedicated):
-            guard = DedicatedGuard(state, dedicated)
+        guard = DedicatedGuard(state, dedicated) if dedicated else None
         self._run(state, batch, guard, dedicated)
         if guard is not None:
             self.counters["guard_refusals"] += guard.refusals
@@ -281,9 +280,8 @@ class LosFamily(Policy):
             self._start_selection(state, window, chosen, guard)
             return
         fret, spare_nodes = freeze
-        unit = self.unit
-        self._reservation_fill(state, window, fret,
-                               (spare_nodes + head.nodes) // unit - -(-head.nodes // unit), guard)
+        spare_units = (spare_nodes + head.nodes) // self.unit - state.units(head.nodes)
+        self._reservation_fill(state, window, fret, spare_units, guard)
 
     def _dedicated_freeze(self, state: PassState, dedicated: list[Job]
                           ) -> tuple[float, int] | None:
@@ -403,7 +401,7 @@ class DelayedLos(Los):
         cs = self.cs
         while batch and state.free > 0:
             head = batch[0]
-            if (head.nodes <= state.free and -(-head.nodes // self.unit) > state.free_units
+            if (head.nodes <= state.free and state.units(head.nodes) > state.free_units
                     and self._may_start(state, head, guard)):
                 # It fits the free nodes but not the rounded-down units, so no DP can pick
                 # it: start it rather than let rounding keep it waiting (maybe for ever).
