@@ -56,6 +56,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     ck.add_argument("--ckpt-seconds", type=_at_least(0), default=0.0, metavar="S",
                     help="with --ckpt-cost fixed: seconds per checkpoint write and per restart "
                     "read (the checkpoint paper's T_delay; its T_extend is twice this)")
+    ck.add_argument("--no-restart-read", action="store_true",
+                    help="a job resuming from a checkpoint pays only its setup, no checkpoint "
+                    "read (the hybrid paper's model)")
     ck.add_argument("--mtbf", type=_at_least(0), default=0.0, metavar="HOURS",
                     help="inject node failures with this system MTBF (0 = none); also the "
                     "MTBF of --ckpt daly (5 h when 0)")
@@ -80,6 +83,7 @@ def engine_options_from(args: argparse.Namespace, **extra: Any) -> Any:
             periodic=args.ckpt, sys_interval=args.ckpt_interval,
             app_overhead_pct=args.app_overhead, cost_model=args.ckpt_cost,
             fixed_s=args.ckpt_seconds, daly_mtbf=(args.mtbf or 5.0) * 3600.0,
+            restart_read=not args.no_restart_read,
         ),
         warning_s=args.warning,
         requeue_on_failure=not args.no_requeue_on_failure,
@@ -141,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--out", required=True, metavar="FILE", help="output trace (.gz: gzip)")
     acc.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
     _add_lublin_parser(wl_sub)
+    _add_hybrid_parser(wl_sub)
     pol = sub.add_parser("policies", help="list policies with their options and defaults")
     pol.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                      help="also list the policies this module registers; repeatable")
@@ -201,6 +206,59 @@ def _add_lublin_parser(wl_sub: Any) -> None:
     lub.add_argument("--overestimate", type=_at_least(1), default=1.0, metavar="F",
                      help="requested time = runtime x U(1, F) (default 1: exact estimates)")
     lub.add_argument("--out", required=True, metavar="FILE", help="output CWF trace (.gz: gzip)")
+
+
+def _add_hybrid_parser(wl_sub: Any) -> None:
+    from .traces.hybrid import MIXES, PROJECT_SOURCES
+
+    hyb = wl_sub.add_parser(
+        "hybrid", help="mark a trace as a hybrid on-demand / rigid / malleable workload "
+        "(hybrid paper, Sec. IV-A/B)",
+        description="Group the jobs of INPUT into projects and give every project one type: "
+        "on-demand (O), rigid (B) or malleable (M). Rigid and malleable jobs get a setup time "
+        "carved out of their runtime, malleable jobs a minimum size, on-demand jobs advance "
+        "notices split into no notice / accurate / early / late as in the paper's Table II. "
+        "Same input, options and seed give a byte-identical file. See docs/workloads.md.")
+    hyb.add_argument("input", metavar="INPUT", help="SWF/CWF trace, plain or .gz")
+    hyb.add_argument("-o", "--out", required=True, metavar="OUTPUT",
+                     help="output trace (.gz: gzip)")
+    hyb.add_argument("--mix", choices=list(MIXES), default="W5",
+                     help="Table II split of on-demand jobs into no notice / accurate / early "
+                     "/ late: W1-W4 70%% of one kind and 10%% of the others, W5 25%% each "
+                     "(default W5)")
+    hyb.add_argument("--seed", type=_at_least(0, int), default=0,
+                     help="random seed (default 0)")
+    hyb.add_argument("--od-share", type=_probability, default=0.1, metavar="P",
+                     help="probability that a project is on-demand (default 0.1)")
+    hyb.add_argument("--rigid-share", type=_probability, default=0.6, metavar="P",
+                     help="probability that a project is rigid (default 0.6); the rest are "
+                     "malleable")
+    hyb.add_argument("--min-fraction", type=_probability, default=0.2, metavar="P",
+                     help="malleable minimum size as a fraction of the requested size, "
+                     "rounded up (default 0.2)")
+    hyb.add_argument("--rigid-setup", type=_at_least(0), nargs=2, default=[5.0, 10.0],
+                     metavar=("MIN", "MAX"),
+                     help="rigid setup, uniform in %% of the runtime (default 5 10)")
+    hyb.add_argument("--malleable-setup", type=_at_least(0), nargs=2, default=[0.0, 5.0],
+                     metavar=("MIN", "MAX"),
+                     help="malleable setup, uniform in %% of the runtime (default 0 5)")
+    hyb.add_argument("--projects", choices=PROJECT_SOURCES, default="auto",
+                     help="what a project is: field 13 (group), field 12 (user), or sessions "
+                     "of same-size, same-walltime jobs (session); auto takes group, else user, "
+                     "whichever has two or more known values, else session (default auto)")
+    hyb.add_argument("--session-gap", type=_at_least(0, strict=True), default=24.0,
+                     metavar="HOURS",
+                     help="a pause this long between two jobs of one signature starts a new "
+                     "session (default 24)")
+    hyb.add_argument("--notice-lead", type=_at_least(0, strict=True), nargs=2,
+                     default=[15.0, 30.0], metavar=("MIN", "MAX"),
+                     help="minutes from an advance notice to the estimated arrival, uniform "
+                     "(default 15 30)")
+    hyb.add_argument("--late-max", type=_at_least(0), default=30.0, metavar="MINUTES",
+                     help="a late on-demand job arrives up to this long after its estimate "
+                     "(default 30)")
+    hyb.add_argument("--lenient", action="store_true",
+                     help="skip malformed trace lines (and report how many) instead of stopping")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,6 +366,8 @@ def _policies() -> int:
 def _workload(args: argparse.Namespace) -> int:
     if args.workload_command == "lublin":
         return _workload_lublin(args)
+    if args.workload_command == "hybrid":
+        return _workload_hybrid(args)
     from .traces import read_trace
     from .traces.swf import write_trace
     from .traces.workload import with_estimate_accuracy
@@ -343,6 +403,49 @@ def _workload_lublin(args: argparse.Namespace) -> int:
           f"({kinds.count('ET')} ET, {kinds.count('RT')} RT)")
     target = "none (--beta-arr)" if result.target is None else f"{result.target:.4f}"
     print(f"load: target {target}, achieved {result.load:.4f} (beta_arr {result.beta_arr:.6f})")
+    return 0
+
+
+def _workload_hybrid(args: argparse.Namespace) -> int:
+    from .traces import read_trace
+    from .traces.hybrid import SIMULATE_FLAGS, HybridParams, make_hybrid
+    from .traces.swf import write_trace
+
+    try:
+        params = HybridParams(
+            mix=args.mix, od_share=args.od_share, rigid_share=args.rigid_share,
+            min_fraction=args.min_fraction,
+            rigid_setup=(args.rigid_setup[0] / 100.0, args.rigid_setup[1] / 100.0),
+            malleable_setup=(args.malleable_setup[0] / 100.0, args.malleable_setup[1] / 100.0),
+            notice_lead=(args.notice_lead[0] * 60.0, args.notice_lead[1] * 60.0),
+            late_max=args.late_max * 60.0, projects=args.projects,
+            session_gap=args.session_gap * 3600.0, seed=args.seed)
+    except ValueError as err:
+        print(f"schedd: error: {err}", file=sys.stderr)
+        return 2
+    trace = read_trace(args.input, lenient=args.lenient)
+    if trace.skipped:
+        print(f"schedd: skipped {trace.skipped} malformed line(s) of {args.input}",
+              file=sys.stderr)
+    hybrid, stats = make_hybrid(trace, params)
+    try:
+        write_trace(args.out, hybrid)
+    except OSError as err:
+        print(f"schedd: error: cannot write {args.out} ({err.strerror})", file=sys.stderr)
+        return 2
+    jobs, hours = stats["jobs_by_class"], stats["node_hours_by_class"]
+    total_hours = sum(hours.values()) or 1.0
+    print(f"wrote {args.out}: {stats['jobs']} jobs in {stats['projects']} projects "
+          f"({stats['project_source']}), mix {args.mix}, seed {args.seed}")
+    for name, letter in (("on-demand", "ondemand"), ("rigid", "rigid"),
+                         ("malleable", "malleable")):
+        print(f"  {name:10} {jobs[letter]:8} jobs {hours[letter]:14,.0f} node-hours "
+              f"({hours[letter] / total_hours:6.1%})")
+    kinds = ", ".join(f"{k} {v}" for k, v in stats["ondemand_by_kind"].items())
+    print(f"  on-demand notices: {kinds}; {stats['clamped_notices']} clamped to time 0")
+    print(f"  single-node jobs of malleable projects re-assigned: "
+          f"{stats['single_node_reassigned']}")
+    print(f"simulate with: schedd simulate --trace {args.out} {SIMULATE_FLAGS} --out DIR")
     return 0
 
 

@@ -79,7 +79,8 @@ def simulate(
     arrays = engine.results.arrays(copy=False)
     sort_results(arrays)
     summary = summarize(arrays, total_nodes=cluster.total_nodes,
-                        options=metric_options or MetricOptions())
+                        options=metric_options
+                        or MetricOptions(prompt_grace_s=engine.options.warning_s))
     return RunResult(arrays, summary, engine)
 
 

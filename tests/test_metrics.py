@@ -326,12 +326,14 @@ def test_group_percentiles_equal_np_percentile() -> None:
 TOP_KEYS = [
     "jobs", "started", "input_rows", "total_nodes", "mean_wait_s", "mean_response_s",
     "mean_slowdown", "mean_bounded_slowdown", "mean_bounded_slowdown_600", "utilization",
-    "productive_utilization", "overhead_utilization", "makespan_s", "jobs_by_class",
+    "productive_utilization", "overhead_utilization", "utilization_excl_waste", "makespan_s",
+    "jobs_by_class",
     "final_states", "preemption_ratio", "preemption_ratio_by_class", "preemptions",
     "checkpoints", "failures", "lost_node_h", "ckpt_node_h", "restart_node_h",
     "setup_node_h", "chr_ckpt_sys", "chr_ckpt_jobs", "chr_pre_sys",
     "mean_queue_length", "backfill_ratio", "checkpoints_per_node_day", "wasted_ratio",
-    "ondemand_instant_start_ratio", "dedicated", "stats", "options",
+    "ondemand_instant_start_ratio", "ondemand_prompt_start_ratio", "dedicated", "stats",
+    "options",
 ]
 
 
@@ -342,7 +344,7 @@ def test_empty_input_gives_nulls_not_errors() -> None:
     for key in ("mean_wait_s", "mean_slowdown", "mean_bounded_slowdown_600", "utilization",
                 "productive_utilization", "preemption_ratio", "ondemand_instant_start_ratio",
                 "mean_queue_length", "backfill_ratio", "checkpoints_per_node_day",
-                "wasted_ratio"):
+                "wasted_ratio", "utilization_excl_waste", "ondemand_prompt_start_ratio"):
         assert s[key] is None, key
     assert s["stats"]["by_class"] == {}
     assert s["stats"]["all"]["wait_s"]["p50"] is None
@@ -428,3 +430,23 @@ def test_utilization_bounds(jobs: list[tuple[float, ...]], total_nodes: int) -> 
     assert 0.0 <= s["utilization"] <= 1.0 + 1e-12
     assert 0.0 <= s["productive_utilization"] <= s["utilization"] + 1e-15
     json.dumps(s, allow_nan=False)
+
+
+def test_utilization_excluding_waste_and_prompt_ondemand_starts() -> None:
+    """Hybrid paper §IV-D: utilisation leaves out what interruptions wasted; an on-demand
+    start counts as prompt within the grace (the malleable warning), instant only at 0."""
+    o = CLASS_CODES.index("O")
+    res = make_results(
+        submit=[0, 10, 20, 30], first_start=[0, 10, 140, 200], end=[100, 110, 240, 300],
+        job_class=[0, o, o, o], busy_node_s=[400, 100, 100, 100],
+        useful_node_s=[300, 100, 100, 100], waste_node_s=[60, 0, 0, 0])
+    s = summarize(res, total_nodes=10)
+    capacity = 10 * 300
+    assert s["utilization"] == pytest.approx(700 / capacity)
+    assert s["utilization_excl_waste"] == pytest.approx(640 / capacity)
+    assert s["ondemand_instant_start_ratio"] == pytest.approx(1 / 3)  # job 1 only
+    assert s["ondemand_prompt_start_ratio"] == pytest.approx(2 / 3)  # 120 s <= grace 120
+    s = summarize(res, total_nodes=10, options=MetricOptions(prompt_grace_s=0))
+    assert s["ondemand_prompt_start_ratio"] == s["ondemand_instant_start_ratio"]
+    with pytest.raises(ValueError, match="prompt_grace_s"):
+        MetricOptions(prompt_grace_s=-1)

@@ -38,7 +38,7 @@ from schedd.policies.los import TABLE_III, EasyE
 
 # The package's own baselines: policies that never preempt (test plugins may register more
 # while the suite runs; preempting policies have their own property tests).
-PREEMPTING = {"ckpt-backfill"}
+PREEMPTING = {"ckpt-backfill", "hybrid"}
 # Plan-based policies may keep a job that fits now waiting for a better plan (the paper's
 # Fig. 1); tests/test_plan_sa.py checks their plans instead.
 PLANNING = {"plan-sa"}

@@ -58,6 +58,9 @@ class CheckpointPolicy:
     daly_mtbf: float = 5 * 3600.0
     cost_model: CostModel = "io"
     fixed_s: float = 0.0  # cost_model "fixed": seconds per checkpoint write (and restart read)
+    # Resuming from a checkpoint file reads it back (real-time paper eqs. 7, 12, 17); the
+    # hybrid paper's jobs resume after their setup alone.
+    restart_read: bool = True
 
     @property
     def owner_is_system(self) -> bool:

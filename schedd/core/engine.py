@@ -113,6 +113,7 @@ EXEC_FIELDS = (
     "ckpt_start", "ckpt_end", "ckpt_mode", "ecc_count", "busy_ns", "useful_ns", "lost_ns",
     "ckpt_ns", "restart_ns", "setup_ns", "t_ckpt", "t_pre", "executed", "checkpoints",
     "failures", "first_alloc", "orig_walltime", "owner_system", "used_nodes", "backfilled",
+    "resumed", "resume_setup_ns", "preempt_ckpt_ns",
 )
 
 
@@ -148,6 +149,10 @@ class _Exec:
         self.owner_system = True
         self.used_nodes = 0  # nodes the job computes on (a partition may hold more)
         self.backfilled = False  # started while an earlier-submitted job waited
+        self.resumed = False  # the current segment follows an interruption
+        # Waste caused by interruptions beyond lost work and reads (the hybrid paper's
+        # utilisation leaves it out): setup when resuming, preemption checkpoints/warnings.
+        self.resume_setup_ns = self.preempt_ckpt_ns = 0.0
 
 
 class Engine:
@@ -491,6 +496,8 @@ class Engine:
         x.busy_ns += n * held
         x.executed += held
         x.setup_ns += n * setup
+        if x.resumed:
+            x.resume_setup_ns += n * setup
         x.restart_ns += n * restart
         x.t_pre += restart
         x.ckpt_ns += n * ckpt_wall
@@ -537,14 +544,16 @@ class Engine:
         job.allocation = alloc
         self._move(job, RUNNING, cause)
         x.res_key = res_key
-        if job.first_start < 0:
+        x.resumed = job.first_start >= 0
+        if not x.resumed:
             job.first_start = self.now
             x.first_alloc = alloc.nodes
         else:
             job.restarts += 1
         job.last_start = self.now
         # Resuming from a checkpoint file costs a read (eqs. 7, 12, 17); setup always.
-        restart = self._restart_cost(x) if x.resume_read and x.work0 > 0 else 0.0
+        restart = (self._restart_cost(x) if x.resume_read and x.work0 > 0
+                   and self.options.checkpoint.restart_read else 0.0)
         job.predicted_end = -1.0
         self.running[job.id] = job
         self._begin_segment(x, x.spec.setup, restart)
@@ -638,6 +647,7 @@ class Engine:
         x.busy_ns += job.alloc_nodes * spent
         x.executed += spent
         x.ckpt_ns += job.alloc_nodes * spent
+        x.preempt_ckpt_ns += job.alloc_nodes * spent
         x.t_ckpt += spent
         self._lose_work(x, PreemptMode.LAST_CHECKPOINT)
         self._release_nodes(x)
@@ -653,6 +663,7 @@ class Engine:
         x.busy_ns += n * spent
         x.executed += spent
         x.ckpt_ns += n * spent
+        x.preempt_ckpt_ns += n * spent
         x.t_ckpt += spent
         x.checkpoints += 1
         x.last_ckpt_work = x.work0
@@ -687,6 +698,7 @@ class Engine:
             x.busy_ns, x.useful_ns, x.lost_ns, x.ckpt_ns, x.restart_ns, x.setup_ns,
             x.t_ckpt, x.t_pre, int(x.owner_system), job.requested_start, delay,
             int(x.backfilled),
+            x.lost_ns + x.restart_ns + x.resume_setup_ns + x.preempt_ckpt_ns,
         ))
 
     def _cancel(self, job_id: int) -> None:
@@ -706,6 +718,7 @@ class Engine:
             spent = self.now - x.ckpt_start
             x.busy_ns += job.alloc_nodes * spent
             x.ckpt_ns += job.alloc_nodes * spent  # the unfinished checkpoint is wasted
+            x.preempt_ckpt_ns += job.alloc_nodes * spent
             x.executed += spent
             self._release_nodes(x)
         # Work of a cancelled job is not useful: it produced no result.
@@ -871,6 +884,7 @@ class Engine:
             x.busy_ns += job.alloc_nodes * spent
             x.executed += spent
             x.ckpt_ns += job.alloc_nodes * spent  # the unfinished checkpoint is wasted
+            x.preempt_ckpt_ns += job.alloc_nodes * spent
             x.t_ckpt += spent
             self._release_nodes(x)
         else:
@@ -1025,6 +1039,34 @@ class Engine:
     def _emit(self, kind: str, job_id: int, deadline: float = -1.0) -> None:
         if self.outbox is not None:
             self.outbox.append(Command(kind, job_id, self.now, deadline))
+
+    # ------------------------------------------------------------------ policy queries
+    def lost_if_preempted(self, job_id: int) -> float:
+        """Compute seconds a running job would lose if stopped now and resumed from its
+        last checkpoint (all its compute when it has none): `_close_segment`'s arithmetic
+        without changing anything."""
+        x = self._x[job_id]
+        if x.job.state is not RUNNING:
+            return 0.0
+        work, j, last, compute_wall, _ = self._progress(x, self.now)
+        return (work - last) / x.speed if j > 0 else x.since_ckpt_wall + compute_wall
+
+    def checkpoint_done_by(self, job_id: int, t: float) -> float:
+        """The latest time in (now, t] at which a periodic checkpoint of the running job
+        completes, or -1 if none does."""
+        x = self._x[job_id]
+        interval = x.interval
+        if x.job.state is not RUNNING or interval is None or t <= self.now:
+            return -1.0
+        _, j, _, _, _ = self._progress(x, self.now)
+        k = _checkpoints_before(x.target - x.last_ckpt_work, interval)
+        cycle = interval / x.speed + x.ckpt_cost
+        origin = x.c0 - (x.work0 - x.last_ckpt_work) / x.speed  # virtual time 0, as in _progress
+        i = min(k, math.floor((t - origin) / cycle))
+        if i <= j:
+            return -1.0
+        done = origin + i * cycle
+        return done if done > self.now else -1.0
 
     def busy_integral(self) -> float:
         return self._busy_integral

@@ -40,6 +40,9 @@ COLUMNS: dict[str, str] = {
     "requested_start": "d",  # dedicated jobs, else -1
     "start_delay": "d",  # dedicated: first_start - requested_start, else 0
     "backfilled": "q",  # 1 if it ever started ahead of an earlier-submitted waiting job
+    # node-seconds wasted by interruptions: lost work, restart reads, setup when resuming,
+    # preemption checkpoints and warnings (hybrid paper §IV-D's utilisation leaves it out)
+    "waste_node_s": "d",
 }
 
 CLASS_CODES = ("B", "R", "O", "M", "D")

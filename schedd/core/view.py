@@ -18,10 +18,19 @@ if TYPE_CHECKING:
 
 
 class View:
-    __slots__ = ("_engine",)
+    __slots__ = ("_engine", "_withheld", "_queue")
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, withheld: int = 0, queue: Sequence[Job] | None = None):
         self._engine = engine
+        self._withheld = withheld
+        self._queue = queue
+
+    def restricted(self, withheld: int, queue: Sequence[Job]) -> View:
+        """The view a wrapped policy gets (node pools): `withheld` free nodes hidden from
+        it, and only `queue` waiting. Everything else is this view's."""
+        if not 0 <= withheld <= self.free_nodes:
+            raise ValueError(f"cannot withhold {withheld} of {self.free_nodes} free nodes")
+        return View(self._engine, self._withheld + withheld, queue)
 
     @property
     def now(self) -> float:
@@ -34,7 +43,7 @@ class View:
     @property
     def queue(self) -> Sequence[Job]:
         """Waiting jobs (queued and requeued) in (submit, id) order."""
-        return self._engine.queue
+        return self._engine.queue if self._queue is None else self._queue
 
     @property
     def running(self) -> Mapping[int, Job]:
@@ -51,11 +60,14 @@ class View:
 
     @property
     def free_nodes(self) -> int:
-        return self._engine.state.free_nodes
+        return self._engine.state.free_nodes - self._withheld
 
     def free_state(self) -> ClusterState:
         """A private copy of the machine's free resources to plan on."""
-        return self._engine.state.copy()
+        state = self._engine.state.copy()
+        if self._withheld:
+            state.allocate(self._withheld)
+        return state
 
     @property
     def notices(self) -> Mapping[int, Notice]:
@@ -64,6 +76,11 @@ class View:
     @property
     def reservations(self) -> Mapping[str, Reservation]:
         return self._engine.reservations
+
+    @property
+    def warning_s(self) -> float:
+        """Length of the malleable jobs' warning before a WARNING preemption frees nodes."""
+        return self._engine.options.warning_s
 
     @property
     def checkpointing_count(self) -> int:
@@ -91,3 +108,17 @@ class View:
         nodes = x.job.alloc_nodes or x.job.nodes
         return engine.options.checkpoint.cost(engine.cluster.checkpoint_model, nodes,
                                               x.spec.ckpt_gb_per_node)
+
+    def setup_seconds(self, job_id: int) -> float:
+        """Setup a live job pays at every (re)start (declared with the job)."""
+        return self._engine.exec_record(job_id).spec.setup
+
+    def lost_if_preempted(self, job_id: int) -> float:
+        """Compute seconds a running job loses if stopped now and resumed from its last
+        checkpoint (all its compute when it has none)."""
+        return self._engine.lost_if_preempted(job_id)
+
+    def checkpoint_done_by(self, job_id: int, t: float) -> float:
+        """Latest time in (now, t] when a periodic checkpoint of the running job completes,
+        or -1 if none does (a resource manager hears of checkpoints from the job)."""
+        return self._engine.checkpoint_done_by(job_id, t)

@@ -8,12 +8,13 @@ from .base import Policy, PolicyError, option_help, parse_options
 from .ckpt_backfill import CkptBackfill
 from .conservative import Conservative
 from .fcfs import Fcfs
+from .hybrid import Hybrid
 from .los import TABLE_III
 from .plan_sa import PlanSA
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (Fcfs, Easy, EasyBestFit, EasySjf, Conservative, CkptBackfill,
-                                 PlanSA, *TABLE_III)
+                                 PlanSA, *TABLE_III, Hybrid)
 }
 
 
