@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/plan_sa.py
 	$(BIN)/python bench/los_dp.py
 	$(BIN)/python bench/daemon.py
+	$(BIN)/python bench/hybrid.py
 
 # Regenerate the gRPC code from proto/ (the output is committed; CI does not need protoc).
 proto: $(STAMP)

@@ -61,7 +61,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                     "read (the hybrid paper's model)")
     ck.add_argument("--mtbf", type=_at_least(0), default=0.0, metavar="HOURS",
                     help="inject node failures with this system MTBF (0 = none); also the "
-                    "MTBF of --ckpt daly (5 h when 0)")
+                    "MTBF of --ckpt daly unless --daly-mtbf is given")
+    ck.add_argument("--daly-mtbf", type=_at_least(0, strict=True), default=None,
+                    metavar="HOURS",
+                    help="MTBF that Daly's interval (--ckpt daly) assumes (default: --mtbf, "
+                    "or 5 without failures)")
     ck.add_argument("--mttr", type=_at_least(0, strict=True), default=6.0, metavar="HOURS",
                     help="mean repair time (default 6)")
     ck.add_argument("--no-requeue-on-failure", action="store_true",
@@ -82,7 +86,7 @@ def engine_options_from(args: argparse.Namespace, **extra: Any) -> Any:
         checkpoint=CheckpointPolicy(
             periodic=args.ckpt, sys_interval=args.ckpt_interval,
             app_overhead_pct=args.app_overhead, cost_model=args.ckpt_cost,
-            fixed_s=args.ckpt_seconds, daly_mtbf=(args.mtbf or 5.0) * 3600.0,
+            fixed_s=args.ckpt_seconds, daly_mtbf=(args.daly_mtbf or args.mtbf or 5.0) * 3600.0,
             restart_read=not args.no_restart_read,
         ),
         warning_s=args.warning,

@@ -88,11 +88,13 @@ class _Pass:
     vacate: list[Decision] = field(default_factory=list)  # preemptions and shrinks first
     starts: list[Decision] = field(default_factory=list)
     started: set[int] = field(default_factory=set)
-    touched: set[int] = field(default_factory=set)  # running jobs this pass preempts/shrinks
+    touched: set[int] = field(default_factory=set)  # running jobs this pass preempts
+    size: dict[int, int] = field(default_factory=dict)  # running jobs this pass resizes
     # Running jobs the arrival mechanisms leave alone (with `touched`): on-demand jobs, the
     # claims' loans and jobs already vacating for a claim, as at the start of the pass.
     protected: set[int] = field(default_factory=set)
     front: list[Job] = field(default_factory=list)  # on-demand jobs left waiting
+    released: bool = False  # a waiting on-demand job gave its earmark back this pass
 
 
 class Hybrid(Policy):
@@ -141,11 +143,17 @@ class Hybrid(Policy):
         wake: list[float] = []
         held = sum(c.held for c in self.claims.values())
         p = _Pass(view, view.free_nodes - held, protected=self._protected_now(view))
-        for lender in returns:
-            self._give_back(p, lender)
-        waiting_od = [j for j in view.queue if j.job_class is ONDEMAND]
-        for job in waiting_od:
+        for job in [j for j in view.queue if j.job_class is ONDEMAND]:
             self._serve_arrival(p, job)
+        if p.released:  # nodes an uncovered job gave back may serve those before it
+            again, p.front = p.front, []
+            for job in again:
+                self._serve_arrival(p, job)
+        # Lenders get their nodes back once no on-demand job waits (giving them back first
+        # would only have them preempted again by the waiting one).
+        if not p.front:
+            for lender in returns:
+                self._give_back(p, lender)
         for claim in self._pending_claims():
             take = min(p.pool, max(0, claim.need - self._covered(claim)))
             claim.held += take
@@ -167,6 +175,10 @@ class Hybrid(Policy):
             if job.id in base_started:  # the base found room for it
                 self.serving[job.id] = self.claims.pop(job.id).lenders
         self._lend(p, [j for j in base_queue if j.id not in base_started])
+        if p.front and (p.vacate or p.starts or base_started):
+            # What this pass frees, shrinks or starts changes what the waiting on-demand
+            # jobs could get: let them look again once these decisions are applied.
+            wake.append(now)
         wake += [c.est_arrival + self.options.release_after for c in self._pending_claims()]
         return p.vacate + p.starts + base_decisions + self._wake_decisions(now, wake)
 
@@ -250,12 +262,13 @@ class Hybrid(Policy):
         jid, lent = lender
         if jid in view.running:
             job = view.running[jid]
-            if job.state is RUNNING and jid in self.shrunk and jid not in p.touched:
+            if (job.state is RUNNING and jid in self.shrunk and jid not in p.touched
+                    and jid not in p.size):
                 grow = min(lent, p.pool, self.shrunk[jid] - job.alloc_nodes)
                 if grow > 0:
                     p.vacate.append(Resize(jid, job.alloc_nodes + grow))
                     p.pool -= grow
-                    p.touched.add(jid)
+                    p.size[jid] = job.alloc_nodes + grow
                     self.counts["returned_expands"] += 1
                     if job.alloc_nodes + grow >= self.shrunk[jid]:
                         del self.shrunk[jid]
@@ -273,6 +286,8 @@ class Hybrid(Policy):
     # ------------------------------------------------------------------ arrival
     def _serve_arrival(self, p: _Pass, job: Job) -> None:
         view = p.view
+        if job.id in p.started:
+            return
         claim = self.claims.get(job.id)
         if claim is None or not claim.arrived:
             if claim is None:
@@ -302,7 +317,8 @@ class Hybrid(Policy):
             p.pool += claim.held - (need - use_pool)
             p.starts.append(Start(job.id))
             p.started.add(job.id)
-            # Loans still running become ordinary jobs.
+            # Loans still running become ordinary jobs, preemptable from now on.
+            p.protected.difference_update(claim.loans)
             self.serving[job.id] = claim.lenders
             del self.claims[job.id]
             if first:
@@ -319,6 +335,7 @@ class Hybrid(Policy):
         # It cannot be served now: it waits at the front of the queue, where the base
         # policy reserves for it, and its idle earmarked nodes go back to everyone (held
         # in place, several waiting on-demand jobs could each hold part and all starve).
+        p.released = p.released or claim.held > 0
         p.pool += claim.held
         claim.held = 0
         p.front.append(job)
@@ -344,26 +361,28 @@ class Hybrid(Policy):
         if self.options.arrival == "spaa":
             flexible = [j for j in view.running.values()
                         if j.malleable and j.state is RUNNING and j.id not in protected]
-            cuts = even_cuts([j.alloc_nodes - j.min_nodes for j in flexible], short)
+            sizes = [p.size.get(j.id, j.alloc_nodes) for j in flexible]
+            cuts = even_cuts([n - j.min_nodes for j, n in zip(flexible, sizes, strict=True)],
+                             short)
             if cuts is not None:
-                for job, cut in zip(flexible, cuts, strict=True):
+                for job, size, cut in zip(flexible, sizes, cuts, strict=True):
                     if cut:
                         self.shrunk.setdefault(job.id, job.alloc_nodes)
-                        p.vacate.append(Resize(job.id, job.alloc_nodes - cut))
-                        p.touched.add(job.id)
+                        p.vacate.append(Resize(job.id, size - cut))
+                        p.size[job.id] = size - cut
                         claim.held += cut
                         claim.lenders.append((job.id, cut))
                         self.counts["shrinks"] += 1
                 return short
         candidates = [j for j in view.running.values()
                       if j.state is RUNNING and j.id not in protected]
-        if sum(j.alloc_nodes for j in candidates) < short:
+        if sum(p.size.get(j.id, j.alloc_nodes) for j in candidates) < short:
             return 0
         got = 0
         for jid in self._by_overhead(view, [j.id for j in candidates]):
             if got >= short:
                 break
-            nodes = view.running[jid].alloc_nodes
+            nodes = p.size.get(jid, view.running[jid].alloc_nodes)
             got += nodes
             self._preempt(p, claim, jid, nodes, loan=False)
         return got
@@ -442,7 +461,8 @@ class Hybrid(Policy):
                 if when <= now and jid in running and running[jid].state is RUNNING \
                         and jid not in p.touched:
                     del claim.victims[jid]
-                    self._preempt(p, claim, jid, running[jid].alloc_nodes, loan=False)
+                    self._preempt(p, claim, jid, p.size.get(jid, running[jid].alloc_nodes),
+                                  loan=False)
                     self.counts["cup_preemptions"] += 1
                 elif when > now:
                     wake.append(when)
@@ -480,7 +500,8 @@ class Hybrid(Policy):
         jobs expected to end before the estimated arrival, then malleable jobs."""
         view = p.view
         now = view.now
-        candidates = [j for j in waiting if j.id not in p.started and j.requested_start <= now]
+        candidates = [j for j in waiting if j.id not in p.started and j.requested_start <= now
+                      and j.job_class is not ONDEMAND]  # on-demand jobs are never lent
         for claim in self._pending_claims():
             if claim.held <= 0 or not candidates:
                 continue

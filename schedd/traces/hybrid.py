@@ -33,7 +33,7 @@ MIXES: dict[str, tuple[float, float, float, float]] = {  # Table II, in the orde
 }
 PROJECT_SOURCES = ("auto", "group", "user", "session")
 CLASSES = {"ondemand": "O", "rigid": "B", "malleable": "M"}  # stats name -> field 22 letter
-SIMULATE_FLAGS = "--ckpt daly --ckpt-cost hybrid --no-restart-read"
+SIMULATE_FLAGS = "--ckpt daly --ckpt-cost hybrid --no-restart-read --daly-mtbf 50"
 _STREAMS = ("types", "reassign", "setup", "kinds", "timing")
 
 
