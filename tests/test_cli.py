@@ -109,3 +109,21 @@ def test_policies_survive_failures_with_validation(tmp_path, policy):
                   "--seed", "5", "--out", str(tmp_path / "o"))
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["jobs"] == 39 and summary["failures"] > 0, proc.stdout
+
+
+def test_daly_mtbf_and_restart_read_flags_reach_the_engine_options():
+    """--daly-mtbf sets Daly's MTBF apart from failures (which it defaults to, 5 h without);
+    --no-restart-read drops the checkpoint read at resume."""
+    from schedd.cli import build_parser, engine_options_from
+
+    def options(*flags: str):
+        args = build_parser().parse_args(["simulate", "--out", "x", *flags])
+        return engine_options_from(args)
+
+    assert options().checkpoint.daly_mtbf == 5 * 3600 and options().checkpoint.restart_read
+    failing = options("--mtbf", "20")
+    assert failing.checkpoint.daly_mtbf == 20 * 3600 and failing.mtbf_s == 20 * 3600
+    both = options("--mtbf", "20", "--daly-mtbf", "50", "--no-restart-read")
+    assert both.checkpoint.daly_mtbf == 50 * 3600 and both.mtbf_s == 20 * 3600
+    assert not both.checkpoint.restart_read
+    assert schedd("simulate", "--out", "x", "--daly-mtbf", "0", check=False).returncode == 2
