@@ -503,12 +503,11 @@ class Engine:
         x.ckpt_ns += n * ckpt_wall
         x.t_ckpt += ckpt_wall
         x.checkpoints += j
+        x.since_ckpt_wall = _wall_since_checkpoint(x, work, j, last, compute_wall)
         if j > 0:
             x.resume_read = True
-            x.since_ckpt_wall = (work - last) / x.speed
             x.since_ckpt_ns = n * x.since_ckpt_wall
         else:
-            x.since_ckpt_wall += compute_wall
             x.since_ckpt_ns += n * compute_wall
         x.since_zero_wall += compute_wall
         x.since_zero_ns += n * compute_wall
@@ -1049,7 +1048,7 @@ class Engine:
         if x.job.state is not RUNNING:
             return 0.0
         work, j, last, compute_wall, _ = self._progress(x, self.now)
-        return (work - last) / x.speed if j > 0 else x.since_ckpt_wall + compute_wall
+        return _wall_since_checkpoint(x, work, j, last, compute_wall)
 
     def checkpoint_done_by(self, job_id: int, t: float) -> float:
         """The latest time in (now, t] at which a periodic checkpoint of the running job
@@ -1078,6 +1077,13 @@ class Engine:
 
 def _queue_key(job: Job) -> tuple[float, int]:
     return (job.submit, job.id)
+
+
+def _wall_since_checkpoint(x: _Exec, work: float, j: int, last: float,
+                           compute_wall: float) -> float:
+    """Compute seconds since the last checkpoint at a point `_progress` returned: from the
+    segment's own last checkpoint if it took one, else what came before plus this segment."""
+    return (work - last) / x.speed if j > 0 else x.since_ckpt_wall + compute_wall
 
 
 def _checkpoints_before(work: float, interval: float | None) -> int:

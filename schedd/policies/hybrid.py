@@ -33,9 +33,9 @@ docs/hybrid.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from ..core.cluster import Cluster, NodePool
 from ..core.decisions import Decision, Preempt, PreemptMode, Resize, Start, WakeAt
@@ -43,6 +43,7 @@ from ..core.job import Job, JobClass, JobState
 from ..core.view import View
 from .base import Policy, PolicyError
 
+_V = TypeVar("_V")
 ONDEMAND = JobClass.ONDEMAND
 RUNNING = JobState.RUNNING
 INF = math.inf
@@ -199,12 +200,11 @@ class Hybrid(Policy):
         lenders of on-demand jobs that ended (their nodes go back to them)."""
         running = view.running
         for claim in self.claims.values():
-            for jid in [j for j in claim.loans if j not in running]:
-                claim.held += claim.loans.pop(jid)  # the loan ended: its nodes are free
-            for jid in [j for j in claim.incoming if j not in running]:
-                claim.held += claim.incoming.pop(jid)  # the warning is over
-            for jid in [j for j, _ in claim.victims.items() if j not in running]:
-                del claim.victims[jid]  # ended on its own before its planned preemption
+            # Ended loans and finished warnings leave free nodes that stay the claim's;
+            # victims that ended on their own need no preemption any more.
+            claim.held += sum(_drop_gone(claim.loans, running))
+            claim.held += sum(_drop_gone(claim.incoming, running))
+            _drop_gone(claim.victims, running)
         # Free nodes can only shrink under the earmarks through a node failure.
         excess = sum(c.held for c in self.claims.values()) - view.free_nodes
         for claim in sorted(self.claims.values(), key=lambda c: c.order, reverse=True):
@@ -218,8 +218,7 @@ class Hybrid(Policy):
             if self._is_waiting(view, od):
                 continue  # interrupted by a failure: it waits again, lenders still owed
             returns += self.serving.pop(od)
-        for jid in [j for j in self.shrunk if j not in running]:
-            del self.shrunk[jid]
+        _drop_gone(self.shrunk, running)
         return returns
 
     @staticmethod
@@ -444,7 +443,8 @@ class Hybrid(Policy):
         ends = [(end, jid) for end, jid in view.running_by_end() if jid not in busy]
         promised: set[int] = set()
         for claim in claims:
-            covered = self._covered(claim) + sum(running[j].alloc_nodes for j in claim.victims)
+            planned = sum(running[j].alloc_nodes for j in claim.victims)
+            covered = self._covered(claim) + planned
             for end, jid in ends:
                 if covered >= claim.need or end > claim.est_arrival:
                     break
@@ -454,8 +454,7 @@ class Hybrid(Policy):
             short = claim.need - covered
             if short > 0:
                 self._plan_victims(p, claim, short, busy | promised)
-            elif claim.victims and covered - sum(
-                    running[j].alloc_nodes for j in claim.victims) >= claim.need:
+            elif claim.victims and covered - planned >= claim.need:
                 claim.victims.clear()  # releases alone will do now
             for jid, when in sorted(claim.victims.items(), key=lambda kv: (kv[1], kv[0])):
                 if when <= now and jid in running and running[jid].state is RUNNING \
@@ -521,6 +520,11 @@ class Hybrid(Policy):
         claim.held -= nodes
         claim.loans[job.id] = nodes
         self.counts["loans"] += 1
+
+
+def _drop_gone(entries: dict[int, _V], running: Mapping[int, Job]) -> list[_V]:
+    """Remove the entries of jobs no longer holding nodes; return their values."""
+    return [entries.pop(jid) for jid in [j for j in entries if j not in running]]
 
 
 def even_cuts(slack: Sequence[int], total: int) -> list[int] | None:
