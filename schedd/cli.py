@@ -1,4 +1,4 @@
-"""`schedd` command line: simulate, serve, policies, clusters.
+"""`schedd` command line: simulate, serve, workload, compare, policies, cluster.
 
 Errors a user can cause (bad trace line, unknown policy or option, bad cluster spec) end
 with one sentence on stderr and exit status 2 — never a traceback.
@@ -40,9 +40,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                         help="import a module (dotted name or .py file) that registers more "
                         "policies with schedd.policies.register; repeatable")
     ck = parser.add_argument_group("checkpoints, failures and elastic commands")
-    ck.add_argument("--ckpt", default="trace", choices=["none", "trace", "sys", "app", "daly"],
-                    help="periodic checkpoints: none; per-job interval from the trace (default); "
-                    "SYS-CKPT universal interval; APP-CKPT x%% rule; Daly's optimum")
+    ck.add_argument("--ckpt", default=None, choices=["none", "trace", "sys", "app", "daly"],
+                    help="periodic checkpoints: none; per-job interval from the trace; "
+                    "SYS-CKPT universal interval; APP-CKPT x%% rule; Daly's optimum (default: "
+                    "what the policy's preemption scheme needs, e.g. wcjs ckpt=app -> app; "
+                    "otherwise trace)")
     ck.add_argument("--ckpt-interval", type=_at_least(0, strict=True), default=3600.0,
                     metavar="S",
                     help="SYS-CKPT interval in compute seconds (default 3600)")
@@ -78,13 +80,28 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 
-def engine_options_from(args: argparse.Namespace, **extra: Any) -> Any:
+def periodic_mode(args: argparse.Namespace, policy: Any = None) -> Any:
+    """`--ckpt`, or what the policy's preemption scheme needs when it is not given; a
+    clash between the two is the user's error (one sentence)."""
+    from .policies import PolicyError
+
+    needed = policy.periodic_checkpoints() if policy is not None else None
+    if args.ckpt is None:
+        return needed or "trace"
+    if needed is not None and args.ckpt != needed:
+        raise PolicyError(f"policy {policy.name} with these options preempts assuming "
+                          f"--ckpt {needed}, not --ckpt {args.ckpt}; drop --ckpt or change "
+                          "the policy's ckpt option")
+    return str(args.ckpt)
+
+
+def engine_options_from(args: argparse.Namespace, policy: Any = None, **extra: Any) -> Any:
     from .core.checkpoint import CheckpointPolicy
     from .core.engine import EngineOptions
 
     return EngineOptions(
         checkpoint=CheckpointPolicy(
-            periodic=args.ckpt, sys_interval=args.ckpt_interval,
+            periodic=periodic_mode(args, policy), sys_interval=args.ckpt_interval,
             app_overhead_pct=args.app_overhead, cost_model=args.ckpt_cost,
             fixed_s=args.ckpt_seconds, daly_mtbf=(args.daly_mtbf or args.mtbf or 5.0) * 3600.0,
             restart_read=not args.no_restart_read,
@@ -150,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
     _add_lublin_parser(wl_sub)
     _add_hybrid_parser(wl_sub)
+    _add_realtime_parser(wl_sub)
+    from .compare import add_parser as add_compare_parser
+
+    add_compare_parser(sub)
     pol = sub.add_parser("policies", help="list policies with their options and defaults")
     pol.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                      help="also list the policies this module registers; repeatable")
@@ -265,6 +286,53 @@ def _add_hybrid_parser(wl_sub: Any) -> None:
                      help="skip malformed trace lines (and report how many) instead of stopping")
 
 
+def _add_realtime_parser(wl_sub: Any) -> None:
+    from .traces.realtime import MODES, SHORT_BY
+
+    rt = wl_sub.add_parser(
+        "realtime", help="mark or add real-time jobs (RTJs) in a trace (real-time paper, "
+        "Sec. 7.1.2-7.1.3)",
+        description="Make P%% of the jobs of INPUT real-time (field 22 = R). default: P%% "
+        "of the kept jobs chosen at random; short: the same count, only among jobs of at "
+        "most 90 minutes; aps: every trace job stays batch and new RTJs are added with "
+        "runtimes from the APS log, 1-2x walltimes and Exp(2048)-node sizes rounded up to "
+        "Mira partitions, so that they make P%% of the total. Optionally rescales sizes "
+        "from another machine (eq. 59) and marks a fraction of the batch jobs not "
+        "checkpointable. Same input, options and seed give a byte-identical file. See "
+        "docs/workloads.md.")
+    rt.add_argument("input", metavar="INPUT", help="SWF/CWF trace, plain or .gz")
+    rt.add_argument("-o", "--out", required=True, metavar="OUTPUT",
+                    help="output trace (.gz: gzip)")
+    rt.add_argument("--percent", type=_at_least(0, strict=True), required=True, metavar="P",
+                    help="RTJ percentage, 0 < P < 100 (the paper uses 5, 10, 15, 20)")
+    rt.add_argument("--mode", choices=MODES, default="default",
+                    help="default: random jobs; short: random jobs of at most --short-max; "
+                    "aps: add APS jobs (default: default)")
+    rt.add_argument("--seed", type=_at_least(0, int), default=0,
+                    help="random seed (default 0; the authors used 1000 + trial)")
+    rt.add_argument("--short-max", type=_at_least(0, strict=True), default=90.0,
+                    metavar="MINUTES",
+                    help="short mode: longest eligible job (default 90)")
+    rt.add_argument("--short-by", choices=SHORT_BY, default="walltime",
+                    help="short mode: compare the walltime (the authors' simulator) or the "
+                    "runtime (the paper's text) with --short-max (default walltime)")
+    rt.add_argument("--aps-runtimes", default=None, metavar="FILE",
+                    help="aps mode (required there, ignored otherwise): APS runtimes in "
+                    "seconds, one per line, e.g. ../shared/traces/aps_runtimes_seconds.txt")
+    rt.add_argument("--aps-mean-nodes", type=_at_least(0, strict=True), default=2048.0,
+                    metavar="N", help="aps mode: mean of the exponential size (default 2048)")
+    rt.add_argument("--non-checkpointable", type=_probability, default=0.0, metavar="F",
+                    help="fraction of the batch jobs marked not checkpointable (field 23 = "
+                    "0), rounded down (default 0)")
+    rt.add_argument("--normalize-from", type=_at_least(1, int), default=None, metavar="NODES",
+                    help="eq. 59: the trace's machine has NODES nodes; sizes become "
+                    "ceil(size x target / NODES)")
+    rt.add_argument("--target-nodes", type=_at_least(1, int), default=49152, metavar="NODES",
+                    help="nodes of the machine the workload is for (default 49152, Mira)")
+    rt.add_argument("--lenient", action="store_true",
+                    help="skip malformed trace lines (and report how many) instead of stopping")
+
+
 def main(argv: list[str] | None = None) -> int:
     from .daemon.config import ConfigError, expand_config
 
@@ -274,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)
+    from .compare import CompareError
     from .core.cluster import ClusterError
     from .core.decisions import DecisionError
     from .policies import PolicyError, load_plugin
@@ -290,11 +359,15 @@ def main(argv: list[str] | None = None) -> int:
             return _cluster(args.spec)
         if args.command == "workload":
             return _workload(args)
+        if args.command == "compare":
+            from .compare import run as run_compare
+
+            return run_compare(args)
         if args.command == "serve":
             from .daemon.server import serve_main
 
             return serve_main(args)
-    except (TraceError, ClusterError, PolicyError, DecisionError) as err:
+    except (TraceError, ClusterError, PolicyError, DecisionError, CompareError) as err:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -325,7 +398,7 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"schedd: skipped {trace.dropped['duplicate id']} repeated job id(s) of {path}",
               file=sys.stderr)
     policy = make_policy(args.policy, args.opt, cluster)
-    engine_options = engine_options_from(args)
+    engine_options = engine_options_from(args, policy)
     progress, close = _progress_bar(len(trace), args.no_progress)
     try:
         run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
@@ -372,6 +445,8 @@ def _workload(args: argparse.Namespace) -> int:
         return _workload_lublin(args)
     if args.workload_command == "hybrid":
         return _workload_hybrid(args)
+    if args.workload_command == "realtime":
+        return _workload_realtime(args)
     from .traces import read_trace
     from .traces.swf import write_trace
     from .traces.workload import with_estimate_accuracy
@@ -450,6 +525,63 @@ def _workload_hybrid(args: argparse.Namespace) -> int:
     print(f"  single-node jobs of malleable projects re-assigned: "
           f"{stats['single_node_reassigned']}")
     print(f"simulate with: schedd simulate --trace {args.out} {SIMULATE_FLAGS} --out DIR")
+    return 0
+
+
+def _workload_realtime(args: argparse.Namespace) -> int:
+    from .policies import POLICIES
+    from .traces import read_trace
+    from .traces.realtime import RealtimeParams, load_aps_runtimes, make_realtime
+    from .traces.swf import write_trace
+
+    try:
+        params = RealtimeParams(
+            percent=args.percent, mode=args.mode, seed=args.seed,
+            short_max_s=args.short_max * 60.0, short_by=args.short_by,
+            aps_mean_nodes=args.aps_mean_nodes, non_checkpointable=args.non_checkpointable,
+            normalize_from=args.normalize_from, target_nodes=args.target_nodes)
+        if args.mode == "aps" and args.aps_runtimes is None:
+            raise ValueError("--mode aps needs --aps-runtimes FILE (the APS runtimes, e.g. "
+                             "../shared/traces/aps_runtimes_seconds.txt)")
+    except ValueError as err:
+        print(f"schedd: error: {err}", file=sys.stderr)
+        return 2
+    runtimes = load_aps_runtimes(args.aps_runtimes) if args.mode == "aps" else None
+    trace = read_trace(args.input, lenient=args.lenient)
+    if trace.skipped:
+        print(f"schedd: skipped {trace.skipped} malformed line(s) of {args.input}",
+              file=sys.stderr)
+    try:
+        marked, stats = make_realtime(trace, params, runtimes)
+        write_trace(args.out, marked)
+    except ValueError as err:
+        print(f"schedd: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"schedd: error: cannot write {args.out} ({err.strerror})", file=sys.stderr)
+        return 2
+    total = stats["batch"] + stats["realtime"]
+    share = stats["realtime"] / total if total else 0.0
+    print(f"wrote {args.out}: {stats['jobs']} jobs, {stats['realtime']} real-time (R, "
+          f"{share:.2%}) and {stats['batch']} batch (B); mode {args.mode}, "
+          f"{args.percent:g} %, seed {args.seed}")
+    if args.mode == "short":
+        print(f"  eligible: {stats['eligible']} jobs with {args.short_by} <= "
+              f"{args.short_max:g} min; wanted {stats['wanted']}, marked {stats['realtime']}")
+    if args.mode == "aps":
+        print(f"  added {stats['added']} APS jobs; {stats['walltime_raised']} walltimes "
+              f"raised to the runtime")
+    if stats["jobs"] != total:
+        print(f"  {stats['jobs'] - total} job lines copied unmarked (runtime <= 0 or nodes "
+              f"outside 1..{args.target_nodes})")
+    print(f"  batch jobs not checkpointable: {stats['non_checkpointable']}")
+    if args.normalize_from is not None:
+        print(f"  sizes x {stats['scale']:.6g} (eq. 59: {args.normalize_from} -> "
+              f"{args.target_nodes} nodes, rounded up)")
+    cluster = "mira" if args.target_nodes == 49152 else f"nodes:{args.target_nodes}"
+    policy = "--policy wcjs --opt ckpt=jit" if "wcjs" in POLICIES else "--policy easy"
+    print(f"simulate with: schedd simulate --trace {args.out} --cluster {cluster} {policy} "
+          f"--out DIR")
     return 0
 
 

@@ -275,10 +275,17 @@ def _stats(
     sub = {name: cols[name][started] for name in _STATS_COLUMNS}
     metrics = _job_metrics(sub, opts)
     cats = _category_codes(sub, opts)
+    class_codes = classes[started]
+    # Class x category (the real-time paper's Figs. 4-7 split RTJs and BJs per category).
+    pairs = _grouped_describe(metrics, class_codes.astype(np.int16) * len(CATEGORIES) + cats,
+                              [(i * len(CATEGORIES) + k, f"{name}/{cat}")
+                               for i, name in present for k, cat in enumerate(CATEGORIES)])
     return {
         "all": {name: _describe_sorted(np.sort(v)) for name, v in metrics.items()},
-        "by_class": _grouped_describe(metrics, classes[started], present),
+        "by_class": _grouped_describe(metrics, class_codes, present),
         "by_category": _grouped_describe(metrics, cats, list(enumerate(CATEGORIES))),
+        "by_class_category": {name: {cat: pairs[f"{name}/{cat}"] for cat in CATEGORIES}
+                              for _, name in present},
     }
 
 

@@ -196,6 +196,21 @@ def test_categories_by_runtime_use_executed_not_walltime() -> None:
     assert waits == {"narrow-short": 2, "narrow-long": 1, "wide-short": 4, "wide-long": 3}
 
 
+def test_class_by_category_splits_each_class_into_the_four_categories() -> None:
+    # Jobs 1 and 3 real-time (narrow-short, wide-short), 2 and 4 batch.
+    r = four_category_jobs(job_class=[CLASS_CODES.index(c) for c in "RBRB"])
+    grid = summarize(r, total_nodes=49152)["stats"]["by_class_category"]
+    assert list(grid) == ["batch", "realtime"]
+    waits = {cls: {cat: g["wait_s"]["mean"] for cat, g in cats.items()}
+             for cls, cats in grid.items()}
+    assert waits == {
+        "batch": {"narrow-short": None, "narrow-long": 2, "wide-short": None, "wide-long": 4},
+        "realtime": {"narrow-short": 1, "narrow-long": None, "wide-short": 3,
+                     "wide-long": None},
+    }
+    assert grid["realtime"]["wide-short"]["wait_s"]["count"] == 1
+
+
 def test_empty_category_is_null() -> None:
     s = summarize(make_results(submit=[0], first_start=[0], end=[10]), total_nodes=1)
     wide = s["stats"]["by_category"]["wide-long"]["wait_s"]

@@ -228,6 +228,13 @@ class BlockState(ClusterState):
             raise ClusterError(f"cannot {what} block {cluster.block_name(block)}: it is not busy")
         return block
 
+    def exclude(self, block: int) -> None:
+        """Planning copies only: take `block`'s resources out of this state's universe,
+        whatever holds them now, so nothing planned here can use them (a partition claimed
+        for a job that starts once its current holders have left)."""
+        self.outside |= self.cluster.masks[block]
+        self.usable &= ~self.cluster.conflict_bits[block]
+
     # -- reservations --------------------------------------------------------------------
 
     def carve(self, alloc: Allocation) -> BlockState:

@@ -78,10 +78,10 @@ class Daemon:
         self.cluster = parse_cluster(args.cluster)
         self.name = topic_name(self.cluster, args.name)
         external = args.agents == "external"
-        self.engine_options: EngineOptions = engine_options_from(
-            args, auto_checkpoint_done=not external, keep_finished=True,
-            checkpoint_timeout_s=args.checkpoint_timeout if external else 0.0)
         primary = make_policy(args.policy, args.opt, self.cluster)
+        self.engine_options: EngineOptions = engine_options_from(
+            args, primary, auto_checkpoint_done=not external, keep_finished=True,
+            checkpoint_timeout_s=args.checkpoint_timeout if external else 0.0)
         fallback = make_policy(args.fallback, [], self.cluster)
         self.settings = Settings(args.cluster, args.policy, list(args.opt), args.seed,
                                  json.loads(json.dumps(asdict(self.engine_options))),

@@ -11,10 +11,13 @@ from .fcfs import Fcfs
 from .hybrid import Hybrid
 from .los import TABLE_III
 from .plan_sa import PlanSA
+from .rt_basic import EasyWfp2, RtHpq, RtPreempt
+from .wcjs import Wcjs
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (Fcfs, Easy, EasyBestFit, EasySjf, Conservative, CkptBackfill,
-                                 PlanSA, *TABLE_III, Hybrid)
+                                 PlanSA, *TABLE_III, Hybrid, EasyWfp2, RtHpq,
+                                 RtPreempt, Wcjs)
 }
 
 

@@ -77,15 +77,21 @@ def start_from_head(queue, state: ClusterState, decisions: list[Decision]
     return started
 
 
-def easy_pass(view: View, order: str = "first", generic: bool = False) -> list[Decision]:
+def easy_pass(view: View, order: str = "first", generic: bool = False,
+              queue: Sequence[Job] | None = None,
+              state: ClusterState | None = None) -> list[Decision]:
     """One EASY pass. `generic` forces the partition-state code path on a node pool (tests
-    check both paths agree)."""
+    check both paths agree). A wrapping policy may pass its own `queue` (in its priority
+    order) and planning `state` (free resources with what it holds back already taken)."""
     decisions: list[Decision] = []
     now = view.now
-    queue = eligible_queue(view, decisions)
-    if view.free_nodes == 0 or not queue:
-        return decisions  # nothing can start: skip the shadow computation
-    state = view.free_state()
+    queue = eligible_queue(view, decisions, queue)
+    if state is None:
+        if view.free_nodes == 0 or not queue:
+            return decisions  # nothing can start: skip the shadow computation
+        state = view.free_state()
+    elif state.free_nodes == 0 or not queue:
+        return decisions
     started = start_from_head(queue, state, decisions)
     if len(started) == len(queue):
         return decisions
@@ -158,11 +164,14 @@ def _backfill_counts(now: float, candidates: Sequence[Job], free: int, shadow: f
         decisions.append(Start(job.id))
 
 
-def eligible_queue(view: View, decisions: list[Decision]) -> Sequence[Job]:
-    """The queue without dedicated jobs whose requested start is still ahead; asks to be
-    woken at the earliest such start. Baselines treat a dedicated job as an ordinary job
-    from its requested start on (the dedicated-aware policies live with LOS)."""
-    queue = view.queue
+def eligible_queue(view: View, decisions: list[Decision],
+                   queue: Sequence[Job] | None = None) -> Sequence[Job]:
+    """The queue (`view.queue` unless given) without dedicated jobs whose requested start
+    is still ahead; asks to be woken at the earliest such start. Baselines treat a
+    dedicated job as an ordinary job from its requested start on (the dedicated-aware
+    policies live with LOS)."""
+    if queue is None:
+        queue = view.queue
     now = view.now
     if not view.has_requested_starts or not any(j.requested_start > now for j in queue):
         return queue

@@ -74,6 +74,11 @@ class Policy(ABC):
     @abstractmethod
     def schedule(self, view: View) -> list[Decision]: ...
 
+    def periodic_checkpoints(self) -> str | None:
+        """The engine's periodic checkpoint mode (`--ckpt`) this policy's preemption scheme
+        assumes, or None when it works with any (the CLI fills it in or refuses a clash)."""
+        return None
+
     def stats(self) -> dict[str, int]:
         """Counters the policy keeps (summary.json's `policy_stats`); none by default."""
         return {}

@@ -1,0 +1,337 @@
+"""`schedd compare`: several policies x real-time percentages on one trace (the real-time
+paper's Figs. 3-7 as tables).
+
+For each RTJ percentage and trial, the trace gets its real-time jobs marked (or added) by
+`schedd.traces.realtime.make_realtime` with seed `seed_base + trial` (the authors' seeds
+1000 + trial), every run simulates that same marked trace, and per-job results are pooled
+over the trials (as the authors pool theirs) before means and percentiles are taken.
+Whole-run figures (productive utilisation, overhead node-hours, preemptions) are trial
+means. Simulations of one call run in worker processes; the output does not depend on
+their number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# The paper's schemes (§4, §6, §7.1.4): baselines, the high-priority queue, preemption and
+# the heuristic under each checkpointing method.
+DEFAULT_RUNS: tuple[str, ...] = (
+    "easy",
+    "easy-wfp2",
+    "rt-hpq",
+    "rt-preempt ckpt=none",
+    "rt-preempt ckpt=sys",
+    "rt-preempt ckpt=app --app-overhead 5",
+    "rt-preempt ckpt=app --app-overhead 10",
+    "rt-preempt ckpt=jit",
+    "wcjs ckpt=app --app-overhead 5",
+    "wcjs ckpt=app --app-overhead 10",
+    "wcjs ckpt=jit",
+)
+SUMMARY_KEYS = ("productive_utilization", "utilization", "preemptions")
+
+
+class CompareError(ValueError):
+    """A bad run spec or option: one sentence for the user."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    label: str
+    policy: str
+    options: tuple[str, ...]
+    engine_flags: tuple[str, ...]
+
+
+def parse_run(text: str) -> RunSpec:
+    """`POLICY [KEY=VALUE ...] [--engine-flag VALUE ...]`, e.g. `wcjs ckpt=app
+    --app-overhead 5`; the label is the text itself."""
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise CompareError(f"run {text!r}: {err}") from None
+    if not words or words[0].startswith("-") or "=" in words[0]:
+        raise CompareError(f"run {text!r} must start with a policy name")
+    first_flag = next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
+    opts = words[1:first_flag]
+    bad = [w for w in opts if "=" not in w]
+    if bad:
+        raise CompareError(f"run {text!r}: {bad[0]!r} is neither KEY=VALUE nor an engine flag")
+    return RunSpec(" ".join(words), words[0], tuple(opts), tuple(words[first_flag:]))
+
+
+def engine_args(run: RunSpec) -> argparse.Namespace:
+    """The run's engine flags parsed as `schedd simulate` parses them."""
+    from .cli import add_engine_arguments
+
+    parser = argparse.ArgumentParser(prog="run", add_help=False, exit_on_error=False)
+    add_engine_arguments(parser)
+    try:
+        args, extra = parser.parse_known_args(list(run.engine_flags))
+    except argparse.ArgumentError as err:
+        raise CompareError(f"run {run.label!r}: {err}") from None
+    if extra:
+        raise CompareError(f"run {run.label!r}: unknown engine flag {extra[0]!r}")
+    return args
+
+
+@dataclass(frozen=True)
+class Task:
+    """One simulation: what a worker process needs (picklable)."""
+
+    trace_path: str
+    cluster: str
+    percent: float
+    mode: str
+    trial_seed: int
+    aps_runtimes: str | None
+    run: RunSpec
+    window: tuple[float, float] | None
+    non_checkpointable: float = 0.0
+
+
+def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Per-job result columns of one run, and its whole-run figures."""
+    from .cli import engine_options_from
+    from .core.cluster_spec import parse_cluster
+    from .metrics import MetricOptions
+    from .policies import make_policy
+    from .sim import max_job_nodes, simulate
+    from .traces import normalize, read_trace
+    from .traces.realtime import RealtimeParams, load_aps_runtimes, make_realtime
+
+    cluster = parse_cluster(task.cluster)
+    raw = read_trace(task.trace_path)
+    runtimes = load_aps_runtimes(task.aps_runtimes) if task.aps_runtimes else None
+    params = RealtimeParams(percent=task.percent, mode=task.mode, seed=task.trial_seed,
+                            non_checkpointable=task.non_checkpointable,
+                            target_nodes=max_job_nodes(cluster))
+    marked, _ = make_realtime(raw, params, runtimes)
+    trace = normalize(marked, max_nodes=max_job_nodes(cluster))
+    policy = make_policy(task.run.policy, list(task.run.options), cluster)
+    engine_options = engine_options_from(engine_args(task.run), policy)
+    metric_options = MetricOptions(window=task.window, prompt_grace_s=engine_options.warning_s)
+    run = simulate(trace, cluster, policy, seed=task.trial_seed,
+                   engine_options=engine_options, metric_options=metric_options)
+    s = run.summary
+    overhead = s["chr_ckpt_sys"] + s["chr_ckpt_jobs"] + s["chr_pre_sys"]
+    whole = {key: float(s[key] or 0.0) for key in SUMMARY_KEYS}
+    whole["overhead_node_h"] = float(overhead)
+    return run.results, whole
+
+
+def check_runs(runs: list[RunSpec], cluster: str) -> None:
+    """Fail fast, before any simulation, on a bad policy, option or engine flag."""
+    from .cli import engine_options_from
+    from .core.cluster_spec import parse_cluster
+    from .policies import PolicyError, make_policy
+
+    machine = parse_cluster(cluster)
+    for run in runs:
+        try:
+            policy = make_policy(run.policy, list(run.options), machine)
+        except PolicyError as err:
+            raise CompareError(f"run {run.label!r}: {err}") from None
+        try:
+            engine_options_from(engine_args(run), policy)
+        except PolicyError as err:
+            raise CompareError(f"run {run.label!r}: {err}") from None
+
+
+def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[float],
+            trials: int, seed_base: int = 1000, mode: str = "default",
+            aps_runtimes: str | None = None, window: tuple[float, float] | None = None,
+            workers: int = 1, non_checkpointable: float = 0.0) -> dict[str, Any]:
+    """Every run at every percentage, pooled over `trials`; a JSON-ready dict."""
+    from .metrics import MetricOptions, summarize
+
+    check_runs(runs, cluster)
+    tasks = [Task(trace_path, cluster, p, mode, seed_base + t, aps_runtimes, run, window,
+                  non_checkpointable)
+             for p in percents for run in runs for t in range(trials)]
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            outputs = list(pool.map(_simulate, tasks, chunksize=1))
+    else:
+        outputs = [_simulate(t) for t in tasks]
+    from .core.cluster_spec import parse_cluster
+
+    total = parse_cluster(cluster).total_nodes
+    metric_options = MetricOptions(window=window)
+    table: dict[str, Any] = {}
+    for i, p in enumerate(percents):
+        rows: dict[str, Any] = {}
+        for j, run in enumerate(runs):
+            chunk = outputs[(i * len(runs) + j) * trials:(i * len(runs) + j + 1) * trials]
+            pooled = {name: np.concatenate([c[name] for c, _ in chunk]) for name in chunk[0][0]}
+            stats = summarize(pooled, total_nodes=total, options=metric_options)["stats"]
+            whole = {key: float(np.mean([w[key] for _, w in chunk])) for key in chunk[0][1]}
+            rows[run.label] = {"stats": {"by_class": stats["by_class"],
+                                         "by_class_category": stats["by_class_category"]},
+                               **whole}
+        table[f"{p:g}"] = rows
+    return {"trace": os.path.basename(trace_path), "cluster": cluster, "mode": mode,
+            "non_checkpointable": non_checkpointable,
+            "trials": trials, "seed_base": seed_base, "window": window,
+            "runs": [r.label for r in runs], "percents": [f"{p:g}" for p in percents],
+            "results": table}
+
+
+# --------------------------------------------------------------------------- tables
+
+_CLASSES = (("realtime", "RTJ"), ("batch", "BJ"))
+CATEGORY_NAMES = ("narrow-short", "narrow-long", "wide-short", "wide-long")
+
+
+def _cell(v: float | None, fmt: str = ".3f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _change(v: float | None, base: float | None) -> str:
+    if v is None or base is None or base == 0:
+        return "-"
+    return f"{(v / base - 1) * 100:+.1f}%"
+
+
+def _bsld(group: dict[str, Any] | None) -> dict[str, Any]:
+    empty = {"count": 0, "mean": None, "p50": None, "p95": None}
+    return group["bounded_slowdown_600"] if group else empty
+
+
+def markdown(result: dict[str, Any], baseline: str | None = None) -> str:
+    """The tables: per percentage all jobs (bounded slowdown with the 10-minute bound,
+    turnaround, change against the baseline run, overheads), then per category."""
+    base_label = baseline or result["runs"][0]
+    out = [f"Trace `{result['trace']}` on `{result['cluster']}`, RTJ mode "
+           f"`{result['mode']}`, non-checkpointable batch share "
+           f"{result['non_checkpointable']:g}, {result['trials']} trials pooled (seeds "
+           f"{result['seed_base']}..{result['seed_base'] + result['trials'] - 1}); bounded "
+           "slowdown with the 10-minute bound (BSD), turnaround in hours; changes are "
+           f"against `{base_label}`.", ""]
+    for p, rows in result["results"].items():
+        base = rows.get(base_label)
+        out += [f"### {p}% real-time jobs: all jobs", "",
+                "| run | RTJ BSD mean | p50 | p95 | BJ BSD mean | p50 | p95 | RTJ change | "
+                "BJ change | RTJ turnaround h | BJ turnaround h | productive util | "
+                "overhead node-h | preemptions |",
+                "|---|" + "---:|" * 14]
+        for label, row in rows.items():
+            by = row["stats"]["by_class"]
+            rt, bj = _bsld(by.get("realtime")), _bsld(by.get("batch"))
+            b_rt = _bsld(base["stats"]["by_class"].get("realtime")) if base else {}
+            b_bj = _bsld(base["stats"]["by_class"].get("batch")) if base else {}
+            turn = [by[c]["response_s"]["mean"] if c in by else None for c, _ in _CLASSES]
+            out.append(
+                f"| `{label}` | {_cell(rt['mean'])} | {_cell(rt['p50'])} | {_cell(rt['p95'])} "
+                f"| {_cell(bj['mean'])} | {_cell(bj['p50'])} | {_cell(bj['p95'])} "
+                f"| {_change(rt['mean'], b_rt.get('mean'))} "
+                f"| {_change(bj['mean'], b_bj.get('mean'))} "
+                f"| {_cell(turn[0] / 3600 if turn[0] is not None else None, '.2f')} "
+                f"| {_cell(turn[1] / 3600 if turn[1] is not None else None, '.2f')} "
+                f"| {row['productive_utilization']:.4f} | {row['overhead_node_h']:,.0f} "
+                f"| {row['preemptions']:.1f} |")
+        out.append("")
+        for cat in CATEGORY_NAMES:
+            out += [f"#### {p}% real-time jobs: {cat}", "",
+                    "| run | RTJ n | RTJ BSD mean | p50 | p95 | BJ n | BJ BSD mean | p50 | p95 |",
+                    "|---|" + "---:|" * 8]
+            for label, row in rows.items():
+                grid = row["stats"]["by_class_category"]
+                cells = []
+                for cls, _ in _CLASSES:
+                    g = _bsld(grid.get(cls, {}).get(cat))
+                    cells += [str(g["count"]), _cell(g["mean"]), _cell(g["p50"]),
+                              _cell(g["p95"])]
+                out.append(f"| `{label}` | " + " | ".join(cells) + " |")
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_parser(sub: Any) -> None:
+    cmp_ = sub.add_parser(
+        "compare", help="run several policies and real-time percentages on one trace",
+        description="Mark real-time jobs in TRACE at each --percent (seed base + trial), "
+        "simulate every --run on each marked trace, pool the jobs over the trials and print "
+        "the real-time paper's tables (Figs. 3-7): bounded slowdown (10-minute bound) of "
+        "real-time and batch jobs, mean, median and 95th percentile, overall and per "
+        "category, turnaround, productive utilisation and overhead node-hours.")
+    cmp_.add_argument("--trace", required=True, help="SWF/CWF trace (batch jobs)")
+    cmp_.add_argument("--cluster", default="mira", help="machine (default mira)")
+    cmp_.add_argument("--percent", type=float, nargs="+", default=[10.0], metavar="P",
+                      help="real-time job percentages (default 10)")
+    cmp_.add_argument("--mode", choices=["default", "short", "aps"], default="default",
+                      help="how real-time jobs are chosen (schedd workload realtime)")
+    cmp_.add_argument("--aps-runtimes", default=None, metavar="FILE",
+                      help="APS runtimes, needed with --mode aps")
+    cmp_.add_argument("--non-checkpointable", type=float, default=0.0, metavar="F",
+                      help="fraction of batch jobs that cannot checkpoint (never preempted "
+                      "except under NO-CKPT; default 0)")
+    cmp_.add_argument("--trials", type=int, default=10, help="trials per percentage (10)")
+    cmp_.add_argument("--seed-base", type=int, default=1000,
+                      help="trial t uses seed base + t (default 1000, the authors')")
+    cmp_.add_argument("--run", action="append", default=None, metavar="SPEC",
+                      help="'POLICY [KEY=VALUE ...] [--engine-flag V ...]', repeatable "
+                      f"(default: the paper's {len(DEFAULT_RUNS)} schemes, `easy` first)")
+    cmp_.add_argument("--baseline", default=None, metavar="SPEC",
+                      help="the run changes are measured against (default: the first)")
+    cmp_.add_argument("--window", default=None, metavar="LO,HI",
+                      help="count only jobs that start and end within [LO, HI] seconds")
+    cmp_.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                      help="simulations in parallel (default: the CPU count)")
+    cmp_.add_argument("--markdown", default=None, metavar="FILE", help="also write the tables")
+    cmp_.add_argument("--json", default=None, metavar="FILE", help="write every figure as JSON")
+
+
+def _window(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise CompareError(f"--window expects LO,HI in seconds, got {text!r}") from None
+    if not lo <= hi:
+        raise CompareError(f"--window needs LO <= HI, got {text!r}")
+    return lo, hi
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.trials < 1 or args.workers < 1:
+        raise CompareError("--trials and --workers must be at least 1")
+    if any(not 0 < p < 100 for p in args.percent):
+        raise CompareError("--percent values must lie strictly between 0 and 100")
+    if not 0 <= args.non_checkpointable <= 1:
+        raise CompareError("--non-checkpointable must lie in [0, 1]")
+    if args.mode == "aps" and not args.aps_runtimes:
+        raise CompareError("--mode aps needs --aps-runtimes FILE")
+    runs = [parse_run(r) for r in (args.run or DEFAULT_RUNS)]
+    labels = [r.label for r in runs]
+    if len(set(labels)) != len(labels):
+        raise CompareError("two --run specs are the same")
+    baseline = parse_run(args.baseline).label if args.baseline else None
+    if baseline is not None and baseline not in labels:
+        raise CompareError(f"--baseline {args.baseline!r} is not one of the runs")
+    result = compare(args.trace, args.cluster, runs, args.percent, args.trials,
+                     args.seed_base, args.mode, args.aps_runtimes, _window(args.window),
+                     args.workers, args.non_checkpointable)
+    text = markdown(result, baseline)
+    print(text, end="")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1, allow_nan=False)
+            f.write("\n")
+    return 0

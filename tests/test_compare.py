@@ -1,0 +1,89 @@
+"""`schedd compare` (schedd/compare.py): run specs, the pooled tables, determinism across
+worker counts, and the CLI end to end on a small Blue Gene/Q trace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from schedd.compare import CompareError, compare, markdown, parse_run
+
+
+def small_trace(path: Path, jobs: int = 30, seed: int = 7) -> Path:
+    """A contended 2,048-node (bgq:4) workload: 512-2,048-node jobs, 10-60 min."""
+    rng = np.random.default_rng(seed)
+    lines = ["; MaxNodes: 2048", "; MaxProcs: 2048"]
+    t = 0
+    for i in range(1, jobs + 1):
+        t += int(rng.integers(0, 300))
+        nodes = int(rng.choice([512, 1024, 2048], p=[0.6, 0.3, 0.1]))
+        run = int(rng.integers(600, 3600))
+        wall = run + int(rng.integers(0, 1800))
+        lines.append(f"{i} {t} -1 {run} {nodes} -1 -1 {nodes} {wall} -1 1 -1 -1 -1 -1 -1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_parse_run_splits_policy_options_and_engine_flags() -> None:
+    run = parse_run("wcjs  ckpt=app w_done=3 --app-overhead 5")
+    assert (run.policy, run.options, run.engine_flags) == (
+        "wcjs", ("ckpt=app", "w_done=3"), ("--app-overhead", "5"))
+    assert run.label == "wcjs ckpt=app w_done=3 --app-overhead 5"
+    for bad in ("", "--ckpt sys", "ckpt=jit", "wcjs jit"):
+        with pytest.raises(CompareError):
+            parse_run(bad)
+
+
+def test_bad_runs_fail_before_any_simulation(tmp_path: Path) -> None:
+    trace = str(small_trace(tmp_path / "t.swf"))
+    for spec, words in (("nosuch", "unknown policy"), ("wcjs ckpt=bad", "must be one of"),
+                        ("easy --bogus 1", "unknown engine flag"),
+                        ("wcjs ckpt=sys --ckpt app", "--ckpt sys")):
+        with pytest.raises(CompareError, match=words):
+            compare(trace, "bgq:4", [parse_run(spec)], [20.0], 1)
+
+
+def test_pools_trials_and_is_the_same_with_two_workers(tmp_path: Path) -> None:
+    trace = str(small_trace(tmp_path / "t.swf"))
+    runs = [parse_run(r) for r in ("easy", "wcjs ckpt=jit", "rt-preempt ckpt=none")]
+    one = compare(trace, "bgq:4", runs, [20.0, 40.0], 3, workers=1)
+    two = compare(trace, "bgq:4", runs, [20.0, 40.0], 3, workers=2)
+    assert json.dumps(one) == json.dumps(two)
+    assert one["percents"] == ["20", "40"] and one["runs"] == [r.label for r in runs]
+    for percent, rtjs in (("20", 6), ("40", 12)):  # floor(p x 30) per trial, 3 trials
+        for label in one["runs"]:
+            by = one["results"][percent][label]["stats"]["by_class"]
+            assert by["realtime"]["bounded_slowdown_600"]["count"] == 3 * rtjs
+            assert by["batch"]["bounded_slowdown_600"]["count"] == 3 * (30 - rtjs)
+    easy = one["results"]["20"]["easy"]
+    assert easy["preemptions"] == 0 and easy["overhead_node_h"] == 0
+    text = markdown(one)
+    assert "### 20% real-time jobs: all jobs" in text
+    assert "#### 40% real-time jobs: wide-long" in text
+    assert "| `easy` |" in text and "+0.0%" in text
+
+
+def test_cli_writes_markdown_and_json(tmp_path: Path) -> None:
+    trace = small_trace(tmp_path / "t.swf")
+    md, js = tmp_path / "c.md", tmp_path / "c.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "schedd", "compare", "--trace", str(trace), "--cluster", "bgq:4",
+         "--percent", "20", "--trials", "2", "--workers", "1", "--run", "easy-wfp2",
+         "--run", "wcjs ckpt=app --app-overhead 5", "--baseline", "easy-wfp2",
+         "--markdown", str(md), "--json", str(js)],
+        capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == md.read_text()
+    data = json.loads(js.read_text())
+    assert data["runs"] == ["easy-wfp2", "wcjs ckpt=app --app-overhead 5"]
+    assert "changes are against `easy-wfp2`" in proc.stdout
+    bad = subprocess.run([sys.executable, "-m", "schedd", "compare", "--trace", str(trace),
+                          "--cluster", "bgq:4", "--percent", "100"],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and "strictly between 0 and 100" in bad.stderr
+    assert "Traceback" not in bad.stderr
