@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/los_dp.py
 	$(BIN)/python bench/daemon.py
 	$(BIN)/python bench/hybrid.py
+	$(BIN)/python bench/wcjs.py
 
 # Regenerate the gRPC code from proto/ (the output is committed; CI does not need protoc).
 proto: $(STAMP)

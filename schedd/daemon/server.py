@@ -294,13 +294,15 @@ def serve_main(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_format, args.log_level)
     if args.check_config:
-        shown = {k: v for k, v in vars(args).items() if k not in ("command", "check_config")}
-        print(json.dumps(shown, indent=2, sort_keys=True, default=str))
         try:  # builds everything but the journal file
-            Daemon(argparse.Namespace(**{**vars(args), "state_db": ":memory:"})).journal.close()
+            daemon = Daemon(argparse.Namespace(**{**vars(args), "state_db": ":memory:"}))
+            daemon.journal.close()
         except (ClusterError, PolicyError, TokenFileError, StartupError, JournalError) as err:
             print(f"schedd: error: {err}", file=sys.stderr)
             return 2
+        shown = {k: v for k, v in vars(args).items() if k not in ("command", "check_config")}
+        shown["ckpt"] = daemon.engine_options.checkpoint.periodic  # as the policy resolved it
+        print(json.dumps(shown, indent=2, sort_keys=True, default=str))
         return 0
     try:
         return asyncio.run(_serve(args))
