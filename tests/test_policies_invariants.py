@@ -7,7 +7,8 @@ submission (or, for dedicated jobs, before its requested start), executed time e
 min(runtime, walltime) (no overheads configured), and two runs give identical results.
 After every pass the first eligible waiting job does not fit the free machine (except for
 plan-based, skip-counting and dedicated-reserving policies, which may keep it waiting on
-purpose).
+purpose); for the policies that order their queue by Cobalt's wfp2 utility it is the first
+job of that order.
 
 Also: FCFS starts jobs in queue order; EASY (all three orders, all three clusters) never
 starts a queue head later than the shadow time computed while it was the head; and on a node
@@ -35,10 +36,12 @@ from schedd.policies import POLICIES, make_policy
 from schedd.policies.backfill import easy_pass
 from schedd.policies.base import Policy
 from schedd.policies.los import TABLE_III, EasyE
+from schedd.policies.rt_common import wfp2_order
 
 # The package's own baselines: policies that never preempt (test plugins may register more
 # while the suite runs; preempting policies have their own property tests).
-PREEMPTING = {"ckpt-backfill", "hybrid"}
+# tests/test_realtime_policies.py has those of rt-preempt and wcjs.
+PREEMPTING = {"ckpt-backfill", "hybrid", "rt-preempt", "wcjs"}
 # Plan-based policies may keep a job that fits now waiting for a better plan (the paper's
 # Fig. 1); tests/test_plan_sa.py checks their plans instead.
 PLANNING = {"plan-sa"}
@@ -50,6 +53,9 @@ SKIPPING = {"delayed-los", "hybrid-los", "delayed-los-e", "hybrid-los-e"}
 # nodes a future dedicated job needs (DedicatedGuard); tests/test_los.py checks the starts.
 DEDICATED_RESERVING = {"easy-d", "easy-de", "los-d", "los-de"}
 HEAD_MAY_WAIT = PLANNING | SKIPPING | DEDICATED_RESERVING
+# EASY over Cobalt's wfp2 order instead of the (submit, id) queue order (rt-hpq: real-time
+# jobs first, each class in wfp2 order): their head is the first job of that order.
+WFP2_ORDERED = {"easy-wfp2", "rt-hpq"}
 # The LOS family packs node counts and refuses partition clusters (all of Table III but
 # easy-e, which is EASY's code).
 POOL_ONLY = {cls.name for cls in TABLE_III if cls is not EasyE}
@@ -125,6 +131,11 @@ def head_is_blocked(engine: Engine) -> None:
     queue = eligible(engine)
     if queue:
         head = queue[0]
+        if engine.policy.name in WFP2_ORDERED:
+            order = wfp2_order(queue, engine.now, engine.cluster.total_nodes)
+            if engine.policy.name == "rt-hpq":  # stable: wfp2 order within each class
+                order.sort(key=lambda j: j.job_class is not JobClass.REALTIME)
+            head = order[0]
         assert not engine.state.copy().allocate(head.nodes), (
             f"t={engine.now:g}: head job {head.id} ({head.nodes} nodes) fits "
             f"{engine.state.free_nodes} free nodes but was left waiting")

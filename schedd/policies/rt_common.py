@@ -113,14 +113,16 @@ VictimCost = Callable[[Job], "float | None"]
 class RealtimePolicy(Policy):
     """The pass skeleton of the real-time policies.
 
-    Subclasses set `scheme` (a key of SCHEMES) and implement `place()`: start or vacate
+    Preempting subclasses set `scheme` (a key of SCHEMES; None: the policy never
+    preempts and works with any periodic checkpoints); all implement `place()`: start or
+    vacate
     for real-time jobs, and return the queue the default algorithm runs over in this pass
     (None: it does not run). Once a pass has started or preempted anything itself it ends
     there and asks for another pass at the same instant, so the default algorithm always
     plans on the engine's current state.
     """
 
-    scheme: str = "none"
+    scheme: str | None = None
     order: str = "wfp2"
 
     def __init__(self, options: Any, cluster: Any):
@@ -160,7 +162,7 @@ class RealtimePolicy(Policy):
         return wfp2_order(jobs, view.now, self.cluster.total_nodes)
 
     def periodic_checkpoints(self) -> str | None:
-        return SCHEMES[self.scheme][1]
+        return None if self.scheme is None else SCHEMES[self.scheme][1]
 
     def stats(self) -> dict[str, int]:
         return dict(self.counters)
@@ -176,10 +178,12 @@ class RealtimePolicy(Policy):
             if job_id not in waiting:  # cancelled meanwhile
                 del self.claims[job_id]
                 continue
-            held = [running[v] for v in claim.victims
-                    if v in running and running[v].state is CHECKPOINTING]
-            if held:
-                self._hold_back(state, claim, sum(j.alloc_nodes for j in held))
+            # A victim is done with this claim once it stops checkpointing; it may be
+            # taken again later for another claim, which must not hold this one up.
+            claim.victims = tuple(v for v in claim.victims
+                                  if v in running and running[v].state is CHECKPOINTING)
+            if claim.victims:
+                self._hold_back(state, claim, sum(running[v].alloc_nodes for v in claim.victims))
                 continue
             del self.claims[job_id]
             alloc = (state.allocate_block(claim.block) if claim.block >= 0
@@ -225,6 +229,7 @@ class RealtimePolicy(Policy):
 
     def _vacate(self, state: ClusterState, job: Job, block: int, victims: list[Job],
                 decisions: list[Decision]) -> None:
+        assert self.scheme is not None, "only a preempting policy vacates"
         mode = SCHEMES[self.scheme][0]
         self.counters["rt_vacated"] += 1
         self.counters["victims"] += len(victims)

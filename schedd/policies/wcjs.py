@@ -38,6 +38,7 @@ from .rt_common import (
     esd_waiting,
     opt,
     parse_thresholds,
+    wfp2_order,
 )
 
 
@@ -120,8 +121,8 @@ class Wcjs(RealtimePolicy):
         self.counters["hp_passes"] += 1
         if self.options.hp_order == "esd":
             high.sort(key=lambda j: (-esd_waiting(j, now), j.submit, j.id))
-        else:
-            high = self.ordered(high, view)
+        else:  # wfp2 whatever the low-priority queue's order is
+            high = wfp2_order(high, now, self.cluster.total_nodes)
         self._view = view
         self._now = now
         vacated = False
