@@ -698,6 +698,23 @@ def test_high_priority_rtj_blocks_the_low_priority_queue_until_placed():
     assert set(col(e, "preemptions").values()) == {0}
 
 
+def test_blocking_backfill_lets_low_priority_jobs_backfill_around_an_unplaced_rtj():
+    """The scenario above with blocking=backfill (not in the paper): RTJ 9 stays
+    unplaceable, but now heads the default algorithm's queue with an EASY reservation at
+    N1's end (2,000); B (512 nodes, 300 s) fits M03 and ends by then, so it starts at
+    once, at 150. A batch job that would outlast the reservation on the RTJ's partition
+    could not: the RTJ still starts at 2,000."""
+    e, _ = build("bgq:4", "wcjs", ["ckpt=jit", HIGH_AT_ONCE, "blocking=backfill"],
+                 [batch(1, 0, 1024, 2000, checkpointable=False), rtj(2, 1, 512, 5000),
+                  rtj(9, 100, 1024, 1000), batch(5, 150, 512, 300)])
+    until(e, 150)
+    assert state(e, 5) is RUNNING and block(e, 5) == "M03" and state(e, 9) is QUEUED
+    finish(e)
+    start = col(e, "first_start")
+    assert (start[5], start[9]) == (150, 2000)
+    assert set(col(e, "preemptions").values()) == {0}
+
+
 # ---------------------------------------------------------------------- 4. JIT claims
 @pytest.mark.parametrize("policy", ["wcjs", "rt-preempt"])
 def test_jit_rtj_starts_when_the_checkpoint_is_written_and_its_claim_is_held(policy):

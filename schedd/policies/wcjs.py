@@ -71,6 +71,11 @@ class Wcjs(RealtimePolicy):
             "wfp2", "order of the high-priority queue: wfp2 (authors' simulator) or "
             "descending ESD (Algorithm 1's sortBySlowdown)")
         order: Literal["wfp2", "fcfs"] = opt("wfp2", "order of the low-priority queue")
+        blocking: Literal["strict", "backfill"] = opt(
+            "strict", "strict: the low-priority queue waits while any RTJ is high priority "
+            "(Algorithm 1); backfill: unplaced high-priority RTJs go first in the default "
+            "algorithm's queue and low-priority jobs may backfill around the first one's "
+            "reservation (not in the paper)")
         narrow_max: int = opt(4096, "narrow iff the partition has at most this many nodes")
         short_max_s: float = opt(7200.0, "short iff the walltime is at most this")
 
@@ -126,13 +131,18 @@ class Wcjs(RealtimePolicy):
         self._view = view
         self._now = now
         vacated = False
+        unplaced: list[Job] = []
         for job in high:
             # Alg. 2: a free partition first; by preemption only the first RTJ per pass.
             self._size_limit = self.cluster.alloc_size(job.nodes) or job.nodes
             how = self.start_or_vacate(view, state, job, decisions,
                                        None if vacated else self.cost)
             vacated = vacated or how == "vacated"
+            if how == "waiting":
+                unplaced.append(job)
         self._view = None
+        if self.options.blocking == "backfill":
+            return unplaced + self.ordered(low, view)
         return None  # Alg. 1: the low-priority queue waits while RTJs are high priority
 
     def cost(self, victim: Job) -> float | None:
