@@ -40,15 +40,11 @@ benchmark, not a test). Prints Markdown tables and writes them to bench/results/
 from __future__ import annotations
 
 import argparse
-import copy
-import gc
 import os
 import platform
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +53,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from decision_probe import Probe  # noqa: E402  (bench/ is on sys.path when run)
+
 from schedd.core.checkpoint import CheckpointPolicy  # noqa: E402
 from schedd.core.cluster import NodePool  # noqa: E402
-from schedd.core.decisions import Decision  # noqa: E402
 from schedd.core.engine import Engine, EngineOptions  # noqa: E402
 from schedd.core.job import JobClass, JobSpec, Notice  # noqa: E402
 from schedd.core.view import View  # noqa: E402
@@ -89,57 +86,6 @@ def paper_options() -> EngineOptions:
     return EngineOptions(checkpoint=CheckpointPolicy(periodic="daly", cost_model="hybrid",
                                                      restart_read=False,
                                                      daly_mtbf=5 * 3600.0))
-
-
-@dataclass
-class Case:
-    """One measured pass: timings and what the pass saw and decided."""
-
-    samples: list[float] = field(default_factory=list)  # seconds
-    now: float = 0.0
-    running: int = 0
-    waiting: int = 0
-    free: int = 0
-    claims: int = 0  # on-demand claims the policy held before the pass
-    claims_after: int = 0
-    decisions: str = ""
-
-
-class Probe:
-    """Wraps the policy under test. At the first pass where the next event's condition
-    holds, it times `repeat` passes of deep copies, then runs the real pass."""
-
-    def __init__(self, inner: Any, events: list[tuple[str, Callable[[View], bool]]],
-                 repeat: int):
-        self.inner = inner
-        self.processes_eccs = getattr(inner, "processes_eccs", True)
-        self.events = events
-        self.repeat = repeat
-        self.cases: dict[str, Case] = {}
-
-    def schedule(self, view: View) -> list[Decision]:
-        if self.events and self.events[0][1](view):
-            name, _ = self.events.pop(0)
-            self.cases[name] = self.measure(view)
-        return self.inner.schedule(view)
-
-    def measure(self, view: View) -> Case:
-        case = Case(now=view.now, running=len(view.running), waiting=len(view.queue),
-                    free=view.free_nodes,
-                    claims=len(getattr(self.inner, "claims", {})))
-        decisions: list[Decision] = []
-        for _ in range(self.repeat):
-            policy = copy.deepcopy(self.inner)
-            gc.collect()
-            gc.disable()
-            start = time.perf_counter()
-            decisions = policy.schedule(view)
-            case.samples.append(time.perf_counter() - start)
-            gc.enable()
-            case.claims_after = len(getattr(policy, "claims", {}))
-        kinds = Counter(type(d).__name__ for d in decisions)
-        case.decisions = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-        return case
 
 
 def lognormal_walltime(rng: np.random.Generator, low: float, high: float) -> float:

@@ -55,15 +55,11 @@ and order a longer queue than Mira ever asked of Cobalt.
 from __future__ import annotations
 
 import argparse
-import copy
-import gc
 import os
 import platform
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +68,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from decision_probe import Probe  # noqa: E402  (bench/ is on sys.path when run)
+
 from schedd.core.checkpoint import CheckpointPolicy  # noqa: E402
 from schedd.core.cluster_spec import parse_cluster  # noqa: E402
-from schedd.core.decisions import Decision  # noqa: E402
 from schedd.core.engine import Engine, EngineOptions  # noqa: E402
 from schedd.core.job import JobClass, JobSpec  # noqa: E402
-from schedd.core.view import View  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 
 CLUSTERS = ("mira", "mira-blocks")
@@ -139,57 +135,6 @@ def load_workload(path: Path, rng: np.random.Generator) -> Workload:
     runtime = np.maximum(np.floor(walltime * rng.uniform(0.05, 1.0, n)), 30.0)
     return Workload(nodes.astype(int), walltime, runtime,
                     f"synthetic mix ({path} not found; the trace's size shares and walltimes)")
-
-
-@dataclass
-class Case:
-    """One measured pass: timings and what the pass saw and decided."""
-
-    samples: list[float] = field(default_factory=list)  # seconds
-    now: float = 0.0
-    running: int = 0
-    waiting: int = 0
-    free: int = 0
-    claims: int = 0  # JIT claims the policy held before the pass
-    claims_after: int = 0
-    decisions: str = ""
-
-
-class Probe:
-    """Wraps the policy under test. At the first pass where the next event's condition
-    holds, it times `repeat` passes of deep copies, then runs the real pass."""
-
-    def __init__(self, inner: Any, events: list[tuple[str, Callable[[View], bool]]],
-                 repeat: int):
-        self.inner = inner
-        self.processes_eccs = getattr(inner, "processes_eccs", True)
-        self.events = events
-        self.repeat = repeat
-        self.cases: dict[str, Case] = {}
-
-    def schedule(self, view: View) -> list[Decision]:
-        if self.events and self.events[0][1](view):
-            name, _ = self.events.pop(0)
-            self.cases[name] = self.measure(view)
-        return self.inner.schedule(view)
-
-    def measure(self, view: View) -> Case:
-        case = Case(now=view.now, running=len(view.running), waiting=len(view.queue),
-                    free=view.free_nodes,
-                    claims=len(getattr(self.inner, "claims", {})))
-        decisions: list[Decision] = []
-        for _ in range(self.repeat):
-            policy = copy.deepcopy(self.inner)
-            gc.collect()
-            gc.disable()
-            start = time.perf_counter()
-            decisions = policy.schedule(view)
-            case.samples.append(time.perf_counter() - start)
-            gc.enable()
-            case.claims_after = len(getattr(policy, "claims", {}))
-        kinds = Counter(type(d).__name__ for d in decisions)
-        case.decisions = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-        return case
 
 
 def engine_options(policy: Any) -> EngineOptions:

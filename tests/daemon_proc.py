@@ -14,6 +14,7 @@ from pathlib import Path
 
 import grpc
 
+from schedd.v1 import scheduler_pb2 as pb
 from schedd.v1 import scheduler_pb2_grpc as pb_grpc
 
 SERVING = re.compile(r"schedd: serving \S+ on ([\d.]+):(\d+)")
@@ -91,3 +92,20 @@ class DaemonProc:
 
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+def read_events(stub, request: pb.WatchEventsRequest, n: int,
+                timeout: float = 3.0) -> list[pb.Event]:
+    """Up to n events of the stream (fewer if the deadline comes first), then cancel."""
+    call = stub.WatchEvents(request, timeout=timeout)
+    events: list[pb.Event] = []
+    try:
+        for event in call:
+            events.append(event)
+            if len(events) >= n:
+                break
+    except grpc.RpcError as err:
+        assert err.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED), err
+    finally:
+        call.cancel()
+    return events

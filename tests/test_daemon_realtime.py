@@ -21,7 +21,7 @@ import sys
 
 import grpc
 import pytest
-from daemon_proc import DaemonProc, repo_root
+from daemon_proc import DaemonProc, read_events, repo_root
 
 from schedd.v1 import scheduler_pb2 as pb
 from schedd.v1 import scheduler_pb2_grpc
@@ -53,17 +53,9 @@ def _states(stub) -> tuple[int, ...]:
 
 
 def _events(stub, job_id: int, n: int) -> list[pb.Event]:
-    """The first n events of a job (the ring keeps them all here), then cancel."""
-    call = stub.WatchEvents(pb.WatchEventsRequest(from_seq=1, job_id=job_id), timeout=TIMEOUT)
-    events: list[pb.Event] = []
-    try:
-        for event in call:
-            events.append(event)
-            if len(events) >= n:
-                break
-    finally:
-        call.cancel()
-    return events
+    """The first n events of a job (the ring keeps them all here)."""
+    return read_events(stub, pb.WatchEventsRequest(from_seq=1, job_id=job_id), n,
+                       timeout=TIMEOUT)
 
 
 def _fill_and_submit_rtj(stub) -> float:

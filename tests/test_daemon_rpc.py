@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from daemon_proc import DaemonProc
+from daemon_proc import DaemonProc, read_events
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -124,23 +124,6 @@ def queued_job(stub) -> int:
     advance(stub)
     assert get(stub, job_id).state == pb.JOB_STATE_QUEUED
     return job_id
-
-
-def read_events(stub, request: pb.WatchEventsRequest, n: int,
-                timeout: float = 3.0) -> list[pb.Event]:
-    """Up to n events of the stream (fewer if the deadline comes first), then cancel."""
-    call = stub.WatchEvents(request, timeout=timeout)
-    events: list[pb.Event] = []
-    try:
-        for event in call:
-            events.append(event)
-            if len(events) >= n:
-                break
-    except grpc.RpcError as err:
-        assert err.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED), err
-    finally:
-        call.cancel()
-    return events
 
 
 def list_all(stub, **filters) -> list[pb.Job]:

@@ -17,7 +17,7 @@ from ..core.decisions import Decision
 from ..core.job import Job
 from ..core.view import View
 from .backfill import easy_pass
-from .rt_common import REALTIME, RealtimePolicy, opt
+from .rt_common import REALTIME, RealtimePolicy, Scheme, opt, scheme_option
 
 Order = Literal["wfp2", "fcfs"]
 
@@ -62,10 +62,7 @@ class RtPreempt(RealtimePolicy):
 
     @dataclass(frozen=True)
     class Options:
-        ckpt: Literal["none", "sys", "app", "jit"] = opt(
-            "jit", "Table 1 scheme: none = restart from scratch; sys / app = resume from the "
-            "last periodic checkpoint (the engine runs with --ckpt sys / app); jit = "
-            "checkpoint now, the RTJ starts when every checkpoint is written")
+        ckpt: Scheme = scheme_option()
         order: Order = opt("wfp2", "order within each queue: wfp2 or fcfs")
 
     def __init__(self, options: Options, cluster: object):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..core.bgq import BlockCluster, BlockState, iter_bits
 from ..core.cluster import ClusterState
@@ -51,8 +51,19 @@ RUNNING = JobState.RUNNING
 CHECKPOINTING = JobState.CHECKPOINTING
 
 
+Scheme = Literal["none", "sys", "app", "jit"]
+
+
 def opt(default: Any, text: str) -> Any:
     return field(default=default, metadata={"help": text})
+
+
+def scheme_option() -> Any:
+    """The `ckpt` option of the preempting policies (default JIT)."""
+    return opt("jit", "Table 1 scheme for preempted batch jobs: none = restart from "
+               "scratch; sys / app = resume from the last periodic checkpoint (the engine "
+               "runs with --ckpt sys / app, which the CLI sets); jit = checkpoint now, the "
+               "RTJ starts when every checkpoint is written")
 
 
 def category(alloc_nodes: int, walltime: float, narrow_max: int, short_max_s: float) -> int:

@@ -32,12 +32,14 @@ from .rt_common import (
     REALTIME,
     THRESHOLD_PRESETS,
     RealtimePolicy,
+    Scheme,
     Thresholds,
     category,
     esd_running,
     esd_waiting,
     opt,
     parse_thresholds,
+    scheme_option,
     wfp2_order,
 )
 
@@ -49,9 +51,7 @@ class Wcjs(RealtimePolicy):
 
     @dataclass(frozen=True)
     class Options:
-        ckpt: Literal["none", "sys", "app", "jit"] = opt(
-            "jit", "Table 1 scheme for preempted batch jobs (sys / app need the engine's "
-            "--ckpt sys / app; the CLI sets it)")
+        ckpt: Scheme = scheme_option()
         thresholds: Literal["mira", "curie"] = opt(
             "mira", "preset of per-category RTJ and batch thresholds (authors' simulator)")
         rt_thresholds: str = opt(
