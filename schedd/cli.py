@@ -26,7 +26,7 @@ def _at_least(low: float, kind: type = float, strict: bool = False):
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value < low or (strict and value == low):
+        if value != value or value < low or (strict and value == low):  # NaN too
             raise argparse.ArgumentTypeError(
                 f"expected a number {'>' if strict else '>='} {low:g}, got {text}")
         return value
@@ -169,8 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_hybrid_parser(wl_sub)
     _add_realtime_parser(wl_sub)
     from .compare import add_parser as add_compare_parser
+    from .milp.cli import add_parser as add_milp_parser
 
     add_compare_parser(sub)
+    add_milp_parser(sub)
     pol = sub.add_parser("policies", help="list policies with their options and defaults")
     pol.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                      help="also list the policies this module registers; repeatable")
@@ -233,6 +235,27 @@ def _add_lublin_parser(wl_sub: Any) -> None:
     lub.add_argument("--out", required=True, metavar="FILE", help="output CWF trace (.gz: gzip)")
 
 
+def _add_transform_io(parser: argparse.ArgumentParser) -> None:
+    """INPUT, -o/--out and --lenient of the trace-rewriting workload commands."""
+    parser.add_argument("input", metavar="INPUT", help="SWF/CWF trace, plain or .gz")
+    parser.add_argument("-o", "--out", required=True, metavar="OUTPUT",
+                        help="output trace (.gz: gzip)")
+    parser.add_argument("--lenient", action="store_true",
+                        help="skip malformed trace lines (and report how many) instead of "
+                        "stopping")
+
+
+def _read_input(args: argparse.Namespace) -> Any:
+    """The trace of a workload command's INPUT; says how many lines --lenient skipped."""
+    from .traces import read_trace
+
+    trace = read_trace(args.input, lenient=args.lenient)
+    if trace.skipped:
+        print(f"schedd: skipped {trace.skipped} malformed line(s) of {args.input}",
+              file=sys.stderr)
+    return trace
+
+
 def _add_hybrid_parser(wl_sub: Any) -> None:
     from .traces.hybrid import MIXES, PROJECT_SOURCES
 
@@ -244,9 +267,7 @@ def _add_hybrid_parser(wl_sub: Any) -> None:
         "carved out of their runtime, malleable jobs a minimum size, on-demand jobs advance "
         "notices split into no notice / accurate / early / late as in the paper's Table II. "
         "Same input, options and seed give a byte-identical file. See docs/workloads.md.")
-    hyb.add_argument("input", metavar="INPUT", help="SWF/CWF trace, plain or .gz")
-    hyb.add_argument("-o", "--out", required=True, metavar="OUTPUT",
-                     help="output trace (.gz: gzip)")
+    _add_transform_io(hyb)
     hyb.add_argument("--mix", choices=list(MIXES), default="W5",
                      help="Table II split of on-demand jobs into no notice / accurate / early "
                      "/ late: W1-W4 70%% of one kind and 10%% of the others, W5 25%% each "
@@ -282,8 +303,6 @@ def _add_hybrid_parser(wl_sub: Any) -> None:
     hyb.add_argument("--late-max", type=_at_least(0), default=30.0, metavar="MINUTES",
                      help="a late on-demand job arrives up to this long after its estimate "
                      "(default 30)")
-    hyb.add_argument("--lenient", action="store_true",
-                     help="skip malformed trace lines (and report how many) instead of stopping")
 
 
 def _add_realtime_parser(wl_sub: Any) -> None:
@@ -300,9 +319,7 @@ def _add_realtime_parser(wl_sub: Any) -> None:
         "from another machine (eq. 59) and marks a fraction of the batch jobs not "
         "checkpointable. Same input, options and seed give a byte-identical file. See "
         "docs/workloads.md.")
-    rt.add_argument("input", metavar="INPUT", help="SWF/CWF trace, plain or .gz")
-    rt.add_argument("-o", "--out", required=True, metavar="OUTPUT",
-                    help="output trace (.gz: gzip)")
+    _add_transform_io(rt)
     rt.add_argument("--percent", type=_at_least(0, strict=True), required=True, metavar="P",
                     help="RTJ percentage, 0 < P < 100 (the paper uses 5, 10, 15, 20)")
     rt.add_argument("--mode", choices=MODES, default="default",
@@ -329,8 +346,6 @@ def _add_realtime_parser(wl_sub: Any) -> None:
                     "ceil(size x target / NODES)")
     rt.add_argument("--target-nodes", type=_at_least(1, int), default=49152, metavar="NODES",
                     help="nodes of the machine the workload is for (default 49152, Mira)")
-    rt.add_argument("--lenient", action="store_true",
-                    help="skip malformed trace lines (and report how many) instead of stopping")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,6 +374,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cluster(args.spec)
         if args.command == "workload":
             return _workload(args)
+        if args.command == "milp":
+            from .milp.cli import run as run_milp
+
+            return run_milp(args)
         if args.command == "compare":
             from .compare import run as run_compare
 
@@ -486,7 +505,6 @@ def _workload_lublin(args: argparse.Namespace) -> int:
 
 
 def _workload_hybrid(args: argparse.Namespace) -> int:
-    from .traces import read_trace
     from .traces.hybrid import SIMULATE_FLAGS, HybridParams, make_hybrid
     from .traces.swf import write_trace
 
@@ -502,11 +520,7 @@ def _workload_hybrid(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
-    trace = read_trace(args.input, lenient=args.lenient)
-    if trace.skipped:
-        print(f"schedd: skipped {trace.skipped} malformed line(s) of {args.input}",
-              file=sys.stderr)
-    hybrid, stats = make_hybrid(trace, params)
+    hybrid, stats = make_hybrid(_read_input(args), params)
     try:
         write_trace(args.out, hybrid)
     except OSError as err:
@@ -530,7 +544,6 @@ def _workload_hybrid(args: argparse.Namespace) -> int:
 
 def _workload_realtime(args: argparse.Namespace) -> int:
     from .policies import POLICIES
-    from .traces import read_trace
     from .traces.realtime import RealtimeParams, load_aps_runtimes, make_realtime
     from .traces.swf import write_trace
 
@@ -547,10 +560,7 @@ def _workload_realtime(args: argparse.Namespace) -> int:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
     runtimes = load_aps_runtimes(args.aps_runtimes) if args.mode == "aps" else None
-    trace = read_trace(args.input, lenient=args.lenient)
-    if trace.skipped:
-        print(f"schedd: skipped {trace.skipped} malformed line(s) of {args.input}",
-              file=sys.stderr)
+    trace = _read_input(args)
     try:
         marked, stats = make_realtime(trace, params, runtimes)
         write_trace(args.out, marked)
