@@ -71,3 +71,14 @@ class Probe:
         kinds = Counter(type(d).__name__ for d in decisions)
         case.decisions = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
         return case
+
+    def drive(self, engine: Any) -> None:
+        """Step `engine` (whose policy is this probe) until every event was measured."""
+        while self.events and engine.step():
+            pass
+        if self.events:
+            raise RuntimeError(f"events never seen: {[name for name, _ in self.events]}")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"

@@ -53,7 +53,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from decision_probe import Probe  # noqa: E402  (bench/ is on sys.path when run)
+from decision_probe import Probe, ms  # noqa: E402  (bench/ is on sys.path when run)
 
 from schedd.core.checkpoint import CheckpointPolicy  # noqa: E402
 from schedd.core.cluster import NodePool  # noqa: E402
@@ -151,15 +151,8 @@ def scenario(policy: Any, queue: int, repeat: int, seed: int = 1) -> Probe:
     engine.submit(JobSpec(ARRIVAL, T0 + 60.0, 600.0, 1024, 1800.0,
                           job_class=JobClass.ONDEMAND))
     engine.wake_at(T0 + 300.0)
-    while probe.events and engine.step():
-        pass
-    if probe.events:
-        raise RuntimeError(f"events never seen: {[name for name, _ in probe.events]}")
+    probe.drive(engine)
     return probe
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f}"
 
 
 def main() -> int:

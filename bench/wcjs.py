@@ -68,7 +68,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from decision_probe import Probe  # noqa: E402  (bench/ is on sys.path when run)
+from decision_probe import Probe, ms  # noqa: E402  (bench/ is on sys.path when run)
 
 from schedd.core.checkpoint import CheckpointPolicy  # noqa: E402
 from schedd.core.cluster_spec import parse_cluster  # noqa: E402
@@ -203,15 +203,8 @@ def scenario(policy: Any, work: Workload, queue: int, repeat: int, seed: int = 1
                           job_class=JobClass.REALTIME))
     for _, t in EVENTS:
         engine.wake_at(t)
-    while probe.events and engine.step():
-        pass
-    if probe.events:
-        raise RuntimeError(f"events never seen: {[name for name, _ in probe.events]}")
+    probe.drive(engine)
     return probe
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f}"
 
 
 def cpu_model() -> str:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from engine_steps import col, finish, state, step, until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -79,34 +80,6 @@ def build(nodes: int, specs: Sequence[JobSpec], notice: str = "n", arrival: str 
     for spec in specs:
         engine.submit(spec)
     return engine, policy
-
-
-def step(engine: Engine) -> bool:
-    more = engine.step()
-    validate(engine)
-    return more
-
-
-def until(engine: Engine, t: float) -> None:
-    """Handle every instant up to and including t (each with its passes)."""
-    while (nxt := engine.next_time()) is not None and nxt <= t:
-        step(engine)
-
-
-def finish(engine: Engine, max_steps: int = 10_000) -> Engine:
-    for _ in range(max_steps):
-        if not step(engine):
-            return engine
-    raise AssertionError(f"no end after {max_steps} steps (t={engine.now:g})")
-
-
-def col(engine: Engine, name: str) -> dict[int, float]:
-    r = engine.results.arrays()
-    return dict(zip(r["id"].tolist(), r[name].tolist(), strict=True))
-
-
-def state(engine: Engine, job_id: int) -> JobState:
-    return engine.jobs[job_id].state
 
 
 def last_move(engine: Engine, job_id: int) -> tuple[float, JobState]:
