@@ -80,5 +80,12 @@ class Probe:
             raise RuntimeError(f"events never seen: {[name for name, _ in self.events]}")
 
 
+    def detail_cells(self, events: list[str], t0: float) -> list[str]:
+        """What each measured pass saw and decided, one table cell per event."""
+        return [f"t0{(c.now - t0) / 60:+.0f} min: {c.running} / {c.waiting} / {c.free}; "
+                f"claims {c.claims} -> {c.claims_after}; {c.decisions}"
+                for c in (self.cases[e] for e in events)]
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f}"

@@ -198,12 +198,7 @@ def main() -> int:
                   "before and after the pass; its decisions):", "",
               "| policy | " + " | ".join(EVENTS) + " |", "|---" * (len(EVENTS) + 1) + "|"]
     for label, probe in details[queue].items():
-        cells = []
-        for event in EVENTS:
-            c = probe.cases[event]
-            cells.append(f"t0{(c.now - T0) / 60:+.0f} min: {c.running} / {c.waiting} / "
-                         f"{c.free}; claims {c.claims} -> {c.claims_after}; {c.decisions}")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(probe.detail_cells(list(EVENTS), T0)) + " |")
     lines += ["", f"({time.perf_counter() - started:.0f} s)"]
     print("\n".join(lines[shown:]))
     RESULTS.mkdir(parents=True, exist_ok=True)

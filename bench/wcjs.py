@@ -269,13 +269,7 @@ def main() -> int:
                       "policy held before and after the pass; its decisions, not applied):",
                   "", "| policy | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         for label, probe in probes.items():
-            cells = []
-            for event in names:
-                c = probe.cases[event]
-                cells.append(f"t0{(c.now - T0) / 60:+.0f} min: {c.running} / {c.waiting} / "
-                             f"{c.free}; claims {c.claims} -> {c.claims_after}; "
-                             f"{c.decisions}")
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+            lines.append(f"| {label} | " + " | ".join(probe.detail_cells(names, T0)) + " |")
     lines += ["", f"({time.perf_counter() - started:.0f} s)"]
     print("\n".join(lines[shown:]))
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -181,15 +181,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _probability(text: str) -> float:
-    """An argparse type: a number in [0, 1], else a one-sentence error."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1], got {text}")
-    return value
+def _within(low: float, high: float, what: str) -> Any:
+    """An argparse type: a number in [low, high] (`what` names it), else one sentence."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not low <= value <= high:  # NaN too
+            raise argparse.ArgumentTypeError(
+                f"expected {what} in [{low:g}, {high:g}], got {text}")
+        return value
+
+    return parse
+
+
+_probability = _within(0.0, 1.0, "a probability")
 
 
 def _add_lublin_parser(wl_sub: Any) -> None:

@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from schedd.cli import _at_least
+from schedd.cli import _at_least, _within
 from schedd.milp.instances import DEFAULT_SEED
 from schedd.milp.model import (
     DEFAULT_MIN_FRACTION,
@@ -35,16 +35,6 @@ from schedd.milp.model import (
 
 DEFAULT_CLUSTER = "bgq:16"
 DEFAULT_MAX_JOBS = 30
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value <= 0.5:
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 0.5], got {text}")
-    return value
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -75,9 +65,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=_at_least(0, strict=True), default=60.0, metavar="S",
                    help="seconds per HiGHS solve (default 60); a solve stopped by it "
                    "reports its MIP gap")
-    p.add_argument("--min-piece", type=_fraction, default=DEFAULT_MIN_FRACTION,
-                   metavar="F", help="least share of the work in each piece of a preempted "
-                   f"batch job, eq. 51 (default {DEFAULT_MIN_FRACTION:g})")
+    p.add_argument("--min-piece", type=_within(0.0, 0.5, "a fraction"),
+                   default=DEFAULT_MIN_FRACTION, metavar="F",
+                   help="least share of the work in each piece of a preempted batch job"
+                   f", eq. 51 (default {DEFAULT_MIN_FRACTION:g})")
     p.add_argument("--no-preemption", action="store_true",
                    help="no batch job may be preempted")
     p.add_argument("--resume", choices=RESUME_MODES, default=DEFAULT_RESUME,
