@@ -71,7 +71,7 @@ def parse_run(text: str) -> RunSpec:
 
 def engine_args(run: RunSpec) -> argparse.Namespace:
     """The run's engine flags parsed as `schedd simulate` parses them."""
-    from .cli import add_engine_arguments
+    from .options import add_engine_arguments
 
     parser = argparse.ArgumentParser(prog="run", add_help=False, exit_on_error=False)
     add_engine_arguments(parser)
@@ -101,9 +101,9 @@ class Task:
 
 def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Per-job result columns of one run, and its whole-run figures."""
-    from .cli import engine_options_from
     from .core.cluster_spec import parse_cluster
     from .metrics import MetricOptions
+    from .options import engine_options_from
     from .policies import make_policy
     from .sim import max_job_nodes, simulate
     from .traces import normalize, read_trace
@@ -131,8 +131,8 @@ def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
 
 def check_runs(runs: list[RunSpec], cluster: str) -> None:
     """Fail fast, before any simulation, on a bad policy, option or engine flag."""
-    from .cli import engine_options_from
     from .core.cluster_spec import parse_cluster
+    from .options import engine_options_from
     from .policies import PolicyError, make_policy
 
     machine = parse_cluster(cluster)

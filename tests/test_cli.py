@@ -114,7 +114,8 @@ def test_policies_survive_failures_with_validation(tmp_path, policy):
 def test_daly_mtbf_and_restart_read_flags_reach_the_engine_options():
     """--daly-mtbf sets Daly's MTBF apart from failures (which it defaults to, 5 h without);
     --no-restart-read drops the checkpoint read at resume."""
-    from schedd.cli import build_parser, engine_options_from
+    from schedd.cli import build_parser
+    from schedd.options import engine_options_from
 
     def options(*flags: str):
         args = build_parser().parse_args(["simulate", "--out", "x", *flags])

@@ -28,8 +28,8 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
-    from ..cli import _at_least, add_engine_arguments
     from ..core.cluster_spec import CLUSTER_FORMS
+    from ..options import _at_least, add_engine_arguments
 
     p = sub.add_parser(
         "serve",

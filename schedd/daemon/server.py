@@ -70,8 +70,8 @@ class Daemon:
     """The assembled daemon; `start()` then `wait()`; `stop()` from a signal or a test."""
 
     def __init__(self, args: argparse.Namespace):
-        from ..cli import engine_options_from
         from ..core.cluster_spec import parse_cluster
+        from ..options import engine_options_from
         from ..sim import max_job_nodes
 
         self.args = args

@@ -17,7 +17,6 @@ import json
 import sys
 from typing import Any
 
-from schedd.cli import _at_least, _within
 from schedd.milp.instances import DEFAULT_SEED
 from schedd.milp.model import (
     DEFAULT_MIN_FRACTION,
@@ -32,6 +31,7 @@ from schedd.milp.model import (
     make_instance,
     solve,
 )
+from schedd.options import _at_least, _within
 
 DEFAULT_CLUSTER = "bgq:16"
 DEFAULT_MAX_JOBS = 30
