@@ -8,19 +8,17 @@ The actual runtime of a job is not reachable from here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from .cluster import Cluster, ClusterState
+from .exec_state import EngineReadout, Reservation
 from .job import Job, JobState, Notice
-
-if TYPE_CHECKING:
-    from .engine import Engine, Reservation
 
 
 class View:
     __slots__ = ("_engine", "_withheld", "_queue")
 
-    def __init__(self, engine: Engine, withheld: int = 0, queue: Sequence[Job] | None = None):
+    def __init__(self, engine: EngineReadout, withheld: int = 0,
+                 queue: Sequence[Job] | None = None):
         self._engine = engine
         self._withheld = withheld
         self._queue = queue
@@ -53,7 +51,7 @@ class View:
     def running_by_end(self) -> Sequence[tuple[float, int]]:
         """(predicted end, job id) of running jobs, ascending. Checkpointing jobs are not
         in it: they release at their checkpoint deadline (see `checkpointing_until`)."""
-        return self._engine._by_end
+        return self._engine.running_by_end()
 
     def job(self, job_id: int) -> Job:
         return self._engine.jobs[job_id]

@@ -28,11 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .plan_sa import METRICS
-
-METRIC_WAIT = METRICS["wait"]  # PLAN 1: sum of waits (the mean times n)
-METRIC_WAIT2 = METRICS["wait2"]  # PLAN 2: sum of squared waits
-METRIC_MAKESPAN = METRICS["util"]  # PLAN 3: latest planned end (max utilisation = min it)
+from .plan_metrics import METRIC_MAKESPAN, METRIC_WAIT, METRIC_WAIT2
 
 # Indexes into the `scalars` array the annealing loop updates in place.
 CUR_COST, BEST_COST, EVALS, ACCEPTED, IMPROVED, ABORTED, CONVERGED = range(7)

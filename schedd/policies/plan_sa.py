@@ -44,11 +44,9 @@ from ..core.job import Job
 from ..core.view import View
 from .backfill import eligible_queue, releases
 from .base import Policy, PolicyError
+from .plan_metrics import METRIC_MAKESPAN, METRIC_WAIT2, METRICS
 
-# Metric codes by option value; plan_kernel takes its METRIC_* from here (this module must
-# not import the kernel at load time, or listing policies would load numba).
-METRICS = {"wait": 0, "wait2": 1, "util": 2}
-WAIT2, MAKESPAN = METRICS["wait2"], METRICS["util"]
+WAIT2, MAKESPAN = METRIC_WAIT2, METRIC_MAKESPAN
 SNAPSHOT_STRIDE = 8  # profile kept every 8 positions (measured in bench/plan_sa.py)
 
 
