@@ -1,0 +1,141 @@
+"""The module graph of `schedd/` has no circles and runs one way: commands -> drivers
+(sim, daemon) -> policies -> core. Built from the source with `ast` (imports inside
+functions and under TYPE_CHECKING count too: a circle is a circle wherever it is written).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "schedd"
+
+# Layers, lowest first, by dotted prefix below `schedd` (the longest prefix wins): a
+# module may import only from its own layer or lower ones.
+LAYERS = {
+    "core": 0, "metrics": 0,
+    "traces": 1, "policies": 1,
+    "milp": 2, "options": 2,
+    "daemon": 3, "sim": 3, "compare": 3,
+    "cli": 4, "__main__": 4, "milp.cli": 4,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, modules: set[str]) -> set[str]:
+    """The schedd modules `path` imports (relative imports resolved, `from pkg import mod`
+    taken as the submodule when it is one)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    files = [p for p in root.rglob("*.py") if "v1" not in p.relative_to(root).parts]
+    modules = {module_name(p) for p in files}
+    graph = {module_name(p): imported_modules(p, modules) for p in files}
+    # A package's __init__ is not an edge target worth a circle: importing `schedd.x.y`
+    # runs `schedd.x` first, which is Python's doing, not a design dependency.
+    return {m: {t for t in deps if not m.startswith(t + ".")} for m, deps in graph.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer(module: str) -> int | None:
+    parts = module.split(".")[1:]
+    while parts:
+        if ".".join(parts) in LAYERS:
+            return LAYERS[".".join(parts)]
+        parts.pop()
+    return None
+
+
+def test_the_checker_sees_a_circle(tmp_path):
+    pkg = tmp_path / "schedd"
+    (pkg / "core").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "__init__.py").write_text("")
+    (pkg / "core" / "a.py").write_text("from .b import x\n")
+    (pkg / "core" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from schedd.core import a\n")
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        assert cycles(import_graph(pkg)) == [["schedd.core.a", "schedd.core.b"]]
+    finally:
+        ROOT = saved
+
+
+def test_no_import_cycles_in_schedd():
+    found = cycles(import_graph())
+    assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("module", sorted(import_graph()))
+def test_imports_run_downwards(module):
+    own = layer(module)
+    if own is None:
+        return
+    upward = sorted(t for t in import_graph()[module]
+                    if (lt := layer(t)) is not None and lt > own)
+    assert not upward, f"{module} (layer {own}) imports higher layers: {upward}"
