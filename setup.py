@@ -12,6 +12,7 @@ from setuptools.command.build_ext import build_ext
 COMPILED = [
     "schedd/core/engine.py",
     "schedd/core/exec_state.py",
+    "schedd/core/recorder.py",
     "schedd/core/job.py",
     "schedd/core/results.py",
     "schedd/core/events.py",

@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--validate", action="store_true",
                      help="check every engine invariant after every instant (slow)")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sim.add_argument("--timeseries-step", type=_at_least(0), default=0.0, metavar="S",
+                     help="timeseries.csv at every multiple of S virtual seconds (default 0: "
+                     "one row per change of the machine's state)")
     add_engine_arguments(sim)
 
     from .daemon.config import add_serve_parser
@@ -318,13 +321,13 @@ def _simulate(args: argparse.Namespace) -> int:
     progress, close = _progress_bar(len(trace), args.no_progress)
     try:
         run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
-                       check_invariants=args.validate, progress=progress)
+                       check_invariants=args.validate, progress=progress, record=True)
     finally:
         close()
     description = describe_run(path, trace, cluster, policy, args.seed, engine_options)
-    summary = write_outputs(args.out, trace, run, description)
+    summary = write_outputs(args.out, trace, run, description, args.timeseries_step)
     print(format_summary(summary))
-    print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json")
+    print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json, segments.csv, timeseries.csv")
     return 0
 
 

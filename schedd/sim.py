@@ -18,10 +18,12 @@ import numpy as np
 from .core.cluster import Cluster
 from .core.engine import Ecc, Engine, EngineOptions
 from .core.job import Notice
+from .core.recorder import RunRecorder
 from .core.results import CLASS_CODES, COLUMNS, STATE_CODES, ResultTable
 from .core.validate import validate
 from .metrics import MetricOptions, summarize
 from .policies import Policy
+from .run_files import column_text, write_segments_csv, write_timeseries_csv
 from .traces import NormalizedTrace
 
 # SWF status field (11): 1 completed, 0 failed/killed, 5 cancelled.
@@ -45,6 +47,7 @@ class RunResult:
     results: dict[str, np.ndarray]  # result columns sorted in queue order
     summary: dict[str, Any]
     engine: Engine = field(repr=False)
+    recorder: RunRecorder | None = field(default=None, repr=False)  # segments, time series
 
 
 def simulate(
@@ -57,9 +60,14 @@ def simulate(
     metric_options: MetricOptions | None = None,
     check_invariants: bool = False,
     progress: Callable[[int], None] | None = None,
+    record: bool = False,
 ) -> RunResult:
+    """Run the trace to the end. `record` keeps execution segments and the machine's time
+    series for segments.csv / timeseries.csv."""
     engine = Engine(cluster, policy, seed=seed, options=engine_options)
     engine.results = ResultTable.empty(len(trace))
+    if record:
+        engine.recorder = RunRecorder()
     cols = trace.columns
     if "notice_time" in cols:
         for i in np.flatnonzero(cols["notice_time"] >= 0):
@@ -81,7 +89,9 @@ def simulate(
     summary = summarize(arrays, total_nodes=cluster.total_nodes,
                         options=metric_options
                         or MetricOptions(prompt_grace_s=engine.options.warning_s))
-    return RunResult(arrays, summary, engine)
+    if engine.recorder is not None:
+        engine.recorder.close_open(engine.now)
+    return RunResult(arrays, summary, engine, engine.recorder)
 
 
 def _notice_of(cols: dict[str, np.ndarray], i: int) -> Notice:
@@ -92,13 +102,6 @@ def _notice_of(cols: dict[str, np.ndarray], i: int) -> Notice:
                   arrival if arrival >= 0 else float(cols["submit"][i]),
                   nodes if nodes > 0 else int(cols["nodes"][i]),
                   walltime if walltime > 0 else float(cols["walltime"][i]))
-
-
-def _fmt(value: float) -> str:
-    """Integral values as integers, others with millisecond precision (deterministic)."""
-    if value.is_integer():
-        return str(int(value))
-    return f"{value:.3f}"
 
 
 CHUNK = 65_536  # rows formatted at a time: keeps a million-job write small in memory
@@ -120,21 +123,11 @@ def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray
         for line in header_lines:
             out.write(f";{line}\n" if not line.startswith(";") else f"{line}\n")
         for lo in range(0, len(res["id"]), CHUNK):
-            fields = [_column_text(c[lo:lo + CHUNK]) for c in columns]
+            fields = [column_text(c[lo:lo + CHUNK]) for c in columns]
             out.writelines(
                 f"{i} {sub} {wait} {run} {n} -1 -1 {rp} {rt} -1 {st} {u} {g} -1 {q} -1 -1 -1\n"
                 for i, sub, wait, run, n, rp, rt, st, u, g, q in zip(*fields, strict=True)
             )
-
-
-def _column_text(col: np.ndarray) -> list[str]:
-    if len(col) > 1 and bool((col == col[0]).all()):  # all zeros, all -1 ...: format once
-        return _column_text(col[:1]) * len(col)
-    if col.dtype.kind in "iu":
-        return list(map(str, col.tolist()))
-    if bool(np.all(np.floor(col) == col)):  # the common case: whole seconds
-        return list(map(str, col.astype(np.int64).tolist()))
-    return [_fmt(v) for v in col.tolist()]
 
 
 def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
@@ -143,17 +136,30 @@ def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
     with open(path, "w") as out:
         out.write(",".join(names + ["class", "state"]) + "\n")
         for lo in range(0, len(res["id"]), CHUNK):
-            texts = [_column_text(res[name][lo:lo + CHUNK]) for name in names]
+            texts = [column_text(res[name][lo:lo + CHUNK]) for name in names]
             texts.append([CLASS_CODES[c] for c in res["job_class"][lo:lo + CHUNK].tolist()])
             texts.append([STATE_CODES[s] for s in res["final_state"][lo:lo + CHUNK].tolist()])
             out.writelines(",".join(row) + "\n" for row in zip(*texts, strict=True))
 
 
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,
-                  description: dict[str, Any]) -> dict[str, Any]:
+                  description: dict[str, Any], timeseries_step: float = 0.0) -> dict[str, Any]:
     stats = getattr(run.engine.policy, "stats", None)
-    return write_results(out_dir, trace, run.results, run.summary, description,
-                         dict(run.engine.stats), stats() if stats is not None else {})
+    summary = write_results(out_dir, trace, run.results, run.summary, description,
+                            dict(run.engine.stats), stats() if stats is not None else {})
+    if run.recorder is not None:
+        write_run_files(out_dir, run.recorder, run.engine.cluster, run.results,
+                        description["trace"], timeseries_step)
+    return summary
+
+
+def write_run_files(out_dir: str | os.PathLike, recorder: RunRecorder, cluster: Cluster,
+                    results: dict[str, np.ndarray], workload: str,
+                    timeseries_step: float = 0.0) -> None:
+    """segments.csv and timeseries.csv (schedd.run_files; docs/results.md)."""
+    out = Path(out_dir)
+    write_segments_csv(out / "segments.csv", recorder, cluster, results, workload)
+    write_timeseries_csv(out / "timeseries.csv", recorder, timeseries_step)
 
 
 def write_results(out_dir: str | os.PathLike, trace: NormalizedTrace,

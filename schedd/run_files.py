@@ -1,0 +1,210 @@
+"""segments.csv and timeseries.csv: the files a run's figures are drawn from.
+
+segments.csv has one row per execution segment, with Batsim/evalys `jobs.csv` column names
+first (docs/results.md has the mapping) so evalys loads it, then schedd's own:
+
+* node pools: `allocated_resources` is an interval set of node numbers ("0-15 32-47").
+  The engine counts nodes, it does not name them, so numbers are assigned after the run by
+  a deterministic lowest-first fit over the segments in time order (ends before starts at
+  the same instant): one valid placement, the one a Gantt chart draws.
+* Blue Gene/Q: `allocated_resources` is the interval set of the midplanes the partition
+  spans (M00 = 0 ... M95 = 95) and `partition` its block name.
+
+timeseries.csv has one row per change of the machine's state (or, with a step, the state
+in force at every multiple of the step).
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+from .core.bgq import BlockCluster, iter_bits
+from .core.cluster import Cluster
+from .core.recorder import END_REASONS, TIMESERIES_COLUMNS, RunRecorder
+from .core.results import CLASS_CODES
+
+SEGMENT_COLUMNS = (
+    # Batsim / evalys jobs.csv names
+    "job_id", "workload_name", "submission_time", "requested_number_of_resources",
+    "requested_time", "success", "final_state", "starting_time", "execution_time",
+    "finish_time", "waiting_time", "turnaround_time", "stretch", "allocated_resources",
+    # schedd's own
+    "segment", "nodes", "partition", "end_reason", "job_class",
+)
+# Batsim's final_state words for how the segment ended.
+_BATSIM_STATE = {"completed": "COMPLETED_SUCCESSFULLY", "killed": "COMPLETED_WALLTIME_REACHED",
+                 "cancelled": "COMPLETED_KILLED", "failed": "COMPLETED_FAILED",
+                 "preempted": "COMPLETED_KILLED", "checkpointed": "COMPLETED_KILLED",
+                 "resized": "COMPLETED_KILLED", "running": "COMPLETED_KILLED"}
+
+
+def interval_set(ids: list[int]) -> str:
+    """Sorted resource numbers as Batsim's interval-set text: "0-3 8 10-11"."""
+    parts: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return " ".join(parts)
+
+
+class _FreeNodes:
+    """Free node numbers of a pool, handed out lowest first as ranges."""
+
+    def __init__(self, total: int):
+        self._ranges: list[tuple[int, int]] = [(0, total)]  # [lo, hi), sorted, disjoint
+
+    def take(self, n: int) -> list[tuple[int, int]]:
+        got: list[tuple[int, int]] = []
+        while n > 0:
+            if not self._ranges:
+                raise ValueError("more nodes held than the machine has")
+            lo, hi = self._ranges[0]
+            k = min(n, hi - lo)
+            got.append((lo, lo + k))
+            n -= k
+            if lo + k == hi:
+                self._ranges.pop(0)
+            else:
+                self._ranges[0] = (lo + k, hi)
+        return got
+
+    def give(self, ranges: list[tuple[int, int]]) -> None:
+        merged = sorted(self._ranges + ranges)
+        out: list[tuple[int, int]] = []
+        for lo, hi in merged:
+            if out and out[-1][1] == lo:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+        self._ranges = out
+
+
+def _ranges_text(ranges: list[tuple[int, int]]) -> str:
+    return " ".join(str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}" for lo, hi in sorted(ranges))
+
+
+def pool_placement(start: np.ndarray, end: np.ndarray, nodes: np.ndarray,
+                   total: int) -> list[str]:
+    """Node interval sets for pool segments: lowest-first fit in time order."""
+    order = np.lexsort((np.arange(len(start)), start))
+    free = _FreeNodes(total)
+    ending: list[tuple[float, int]] = []  # (end, segment index)
+    held: dict[int, list[tuple[int, int]]] = {}
+    text = [""] * len(start)
+    for i in order.tolist():
+        t = start[i]
+        while ending and ending[0][0] <= t:
+            _, k = heapq.heappop(ending)
+            free.give(held.pop(k))
+        ranges = free.take(int(nodes[i]))
+        held[i] = ranges
+        text[i] = _ranges_text(ranges)
+        heapq.heappush(ending, (float(end[i]), i))
+    return text
+
+
+def segment_table(rec: RunRecorder, cluster: Cluster,
+                  results: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The recorder's segments as columns, ordered by (start, job id), joined with the
+    jobs' submit time, request and class from the result columns."""
+    job, nodes, block, reason = (np.array(c, dtype=np.int64) for c in
+                                 (rec.seg_job, rec.seg_nodes, rec.seg_block, rec.seg_reason))
+    start, end = (np.array(c, dtype=np.float64) for c in (rec.seg_start, rec.seg_end))
+    order = np.lexsort((job, start))
+    job, nodes, block, reason = (a[order] for a in (job, nodes, block, reason))
+    start, end = start[order], end[order]
+    # Segment number within its job (1, 2, ...), in start order.
+    by_job = np.lexsort((start, job))
+    seg_no = np.empty(len(job), dtype=np.int64)
+    if len(job):
+        sj = job[by_job]
+        first = np.r_[True, sj[1:] != sj[:-1]]
+        run_start = np.maximum.accumulate(np.where(first, np.arange(len(sj)), 0))
+        seg_no[by_job] = np.arange(len(sj)) - run_start + 1
+    ids = results["id"]
+    sorter = np.argsort(ids, kind="stable")
+    at = sorter[np.searchsorted(ids, job, sorter=sorter)] if len(job) else np.empty(0, int)
+    return {"job": job, "start": start, "end": end, "nodes": nodes, "block": block,
+            "reason": reason, "segment": seg_no, "submit": results["submit"][at],
+            "req_nodes": results["nodes"][at], "walltime": results["orig_walltime"][at],
+            "job_class": results["job_class"][at]}
+
+
+def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
+                       results: dict[str, np.ndarray], workload: str) -> None:
+    t = segment_table(rec, cluster, results)
+    if isinstance(cluster, BlockCluster):
+        units = cluster.unit_mask
+        resources = [interval_set(list(iter_bits(cluster.blocks[b].mask & units)))
+                     for b in t["block"].tolist()]
+        partitions = [cluster.block_name(b) for b in t["block"].tolist()]
+    else:
+        resources = pool_placement(t["start"], t["end"], t["nodes"], cluster.total_nodes)
+        partitions = [""] * len(resources)
+    wait = t["start"] - t["submit"]
+    turnaround = t["end"] - t["submit"]
+    run = t["end"] - t["start"]
+    stretch = np.divide(turnaround, run, out=np.full(len(run), -1.0), where=run > 0)
+    reasons = [END_REASONS[r] for r in t["reason"].tolist()]
+    n = len(reasons)
+    columns = [
+        column_text(t["job"]), [workload] * n, column_text(t["submit"]),
+        column_text(t["req_nodes"]), column_text(t["walltime"]),
+        ["1" if r == "completed" else "0" for r in reasons],
+        [_BATSIM_STATE[r] for r in reasons], column_text(t["start"]), column_text(run),
+        column_text(t["end"]), column_text(wait), column_text(turnaround),
+        column_text(stretch), resources, column_text(t["segment"]), column_text(t["nodes"]),
+        partitions, reasons, [CLASS_CODES[c] for c in t["job_class"].tolist()],
+    ]
+    with open(path, "w") as out:
+        out.write(",".join(SEGMENT_COLUMNS) + "\n")
+        out.writelines(",".join(row) + "\n" for row in zip(*columns, strict=True))
+
+
+def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarray]:
+    """The time series as columns; with step > 0, the state in force at every multiple of
+    the step from the first sample to the last."""
+    cols: list[array] = [rec.ts_time, rec.ts_busy, rec.ts_down, rec.ts_queue,
+                         rec.ts_queued_ns, rec.ts_running, rec.ts_reserved]
+    table = {name: np.array(col, dtype=np.float64 if col.typecode == "d" else np.int64)
+             for name, col in zip(TIMESERIES_COLUMNS, cols, strict=True)}
+    if step > 0 and len(table["time"]):
+        t = table["time"]
+        grid = np.arange(np.ceil(t[0] / step) * step, t[-1] + step / 2, step)
+        at = np.searchsorted(t, grid, side="right") - 1
+        table = {name: (grid if name == "time" else col[at]) for name, col in table.items()}
+    return table
+
+
+def write_timeseries_csv(path: Path, rec: RunRecorder, step: float = 0.0) -> None:
+    table = timeseries_table(rec, step)
+    columns = [column_text(table[name]) for name in TIMESERIES_COLUMNS]
+    with open(path, "w") as out:
+        out.write(",".join(TIMESERIES_COLUMNS) + "\n")
+        out.writelines(",".join(row) + "\n" for row in zip(*columns, strict=True))
+
+
+def fmt_number(value: float) -> str:
+    """Integral values as integers, others with millisecond precision (deterministic)."""
+    if value.is_integer():
+        return str(int(value))
+    return f"{value:.3f}"
+
+
+def column_text(col: np.ndarray) -> list[str]:
+    """A column as CSV text, formatted in bulk (whole numbers take the fast path)."""
+    if len(col) > 1 and bool((col == col[0]).all()):  # all zeros, all -1 ...: format once
+        return column_text(col[:1]) * len(col)
+    if col.dtype.kind in "iu":
+        return list(map(str, col.tolist()))
+    if bool(np.all(np.floor(col) == col)):  # the common case: whole seconds
+        return list(map(str, col.astype(np.int64).tolist()))
+    return [fmt_number(v) for v in col.tolist()]
