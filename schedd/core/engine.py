@@ -39,6 +39,7 @@ from .events import Ev, EventQueue
 from .exec_state import EXEC_FIELDS, Command, Ecc, EngineOptions, Reservation, _Exec
 from .job import Job, JobClass, JobSpec, JobState, Notice
 from .lifecycle import transition
+from .recorder import RunRecorder
 from .results import CLASS_CODES, STATE_CODES, ResultTable
 from .view import View
 
@@ -89,6 +90,8 @@ class Engine:
         # The daemon sets a list to receive every job transition: (time, job id, state,
         # cause, nodes held). Events and the daemon's job table are built from it.
         self.transitions: list[tuple[float, int, JobState, str, int]] | None = None
+        # Set by a driver that writes segments.csv / timeseries.csv (schedd.run_files).
+        self.recorder: RunRecorder | None = None
         self.stats = {"passes": 0, "eccs_applied": 0, "eccs_rejected": 0, "failures": 0,
                       "failures_ignored": 0, "repairs": 0, "decisions": 0,
                       "checkpoint_timeouts": 0}
@@ -163,6 +166,8 @@ class Engine:
                 handle(kind, payload)
             self._pass()
             if not heap or heap[0][0] != t:
+                if self.recorder is not None:
+                    self._sample(t)
                 return True
         raise RuntimeError(f"more than 10,000 scheduling rounds at t={t:g}: a policy loops")
 
@@ -185,6 +190,16 @@ class Engine:
             used -= self._reserved_idle_nodes()
         self._busy_integral += used * (t - self._last_t)
         self.now = self._last_t = t
+
+    def _sample(self, t: float) -> None:
+        """The machine's state at the end of instant t, for the recorder's time series."""
+        assert self.recorder is not None
+        down = self._down_nodes() if self._down_units else 0
+        reserved = sum(r.nodes for r in self.reservations.values())
+        busy = self.cluster.total_nodes - self.state.free_nodes - down
+        if self.reservations:
+            busy -= self._reserved_idle_nodes()
+        self.recorder.sample(t, busy, down, len(self.queue), len(self.running), reserved)
 
     def _down_nodes(self) -> int:
         return len(self._down_units) * (self.cluster.total_nodes // self.cluster.failure_units)
@@ -266,6 +281,8 @@ class Engine:
         job.history.append((self.now, QUEUED, "submit"))
         if self.transitions is not None:
             self.transitions.append((self.now, job.id, QUEUED, "submit", 0))
+        if self.recorder is not None:
+            self.recorder.moved(self.now, job, QUEUED, "submit")
         self.jobs[spec.id] = job
         self._x[spec.id] = _Exec(job, spec)
         self._enqueue(job)
@@ -297,6 +314,8 @@ class Engine:
         transition(job, to, self.now, cause)
         if self.transitions is not None:
             self.transitions.append((self.now, job.id, to, cause, job.alloc_nodes))
+        if self.recorder is not None:
+            self.recorder.moved(self.now, job, to, cause)
 
     def _add_end(self, job: Job) -> None:
         bisect.insort(self._by_end, (job.predicted_end, job.id))
@@ -712,6 +731,8 @@ class Engine:
         self._emit("resize", job.id)
         if self.transitions is not None:
             self.transitions.append((self.now, job.id, RUNNING, "resize", nodes))
+        if self.recorder is not None:
+            self.recorder.resized(self.now, job, nodes)
 
     # ------------------------------------------------------------------ failures
     def _failure(self) -> None:
