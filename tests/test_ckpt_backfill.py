@@ -11,13 +11,14 @@ from hypothesis import strategies as st
 from schedd.core.checkpoint import CheckpointPolicy
 from schedd.core.cluster import NodePool
 from schedd.core.engine import Engine, EngineOptions
-from schedd.core.job import JobSpec
+from schedd.core.job import Job, JobSpec
 from schedd.core.validate import validate
 from schedd.metrics import summarize
 from schedd.policies import PolicyError, make_policy
-from schedd.policies.ckpt_backfill import predict_runtime
+from schedd.policies.ckpt_backfill import RequestQuantile, predict_runtime
 from schedd.sim import simulate
 from schedd.traces import normalize, read_trace
+from schedd.traces.normalize import NormalizedTrace
 from schedd.traces.workload import with_estimate_accuracy
 
 
@@ -64,6 +65,11 @@ def test_backfilled_job_is_checkpointed_at_the_reservation_and_loses_nothing() -
     assert r[3]["lost_node_s"] == 0  # the checkpoint kept the work
     assert r[3]["end"] == 3600
     assert e.policy.stats()["preemptions"] == 1
+    # The paper's wait counts B's second wait too (1,050 -> 1,550): (0 + 1,050 + 500) / 3;
+    # the wait before the first start alone is (0 + 1,050 + 0) / 3.
+    s = summarize(e.results.arrays(), total_nodes=10)
+    assert s["mean_wait_s"] == pytest.approx(350)
+    assert s["mean_wait_all_segments_s"] == pytest.approx(1550 / 3)
 
 
 def test_preemption_takes_the_largest_backfilled_jobs_first() -> None:
@@ -90,15 +96,141 @@ def test_without_overhead_the_reserved_job_starts_at_its_reservation() -> None:
     assert r[2]["first_start"] == 1000 and r[3]["end"] == 1500 + 2000
 
 
-def test_p_one_is_classical_easy(shared_traces) -> None:  # noqa: ANN001
+def _prefix(trace: NormalizedTrace, n: int) -> NormalizedTrace:
+    return NormalizedTrace(trace.header, trace.max_nodes,
+                           {k: v[:n] for k, v in trace.columns.items()}, trace.dropped, [])
+
+
+@pytest.mark.parametrize(("name", "jobs"), [("lublin_256.swf", 10_000),
+                                            ("KTH-SP2-1996-2.swf", 8_000),
+                                            ("theta_2023.swf", 4_000)])
+@pytest.mark.parametrize("threshold", [[], ["t_thr=1800"]])
+def test_p_one_is_classical_easy_job_for_job(shared_traces, name: str, jobs: int,  # noqa: ANN001
+                                             threshold: list[str]) -> None:
     """With p = 1 predictions are the estimates: nothing is preempted and every job starts
-    exactly when EASY starts it."""
-    trace = normalize(read_trace(shared_traces / "lublin_256.swf"))
+    exactly when `easy` starts it (KTH and Theta have many equal predicted ends: the
+    reservation's spare nodes count every job ending at the shadow time)."""
+    trace = _prefix(normalize(read_trace(shared_traces / name)), jobs)
     cluster = NodePool(trace.max_nodes)
     easy = simulate(trace, cluster, make_policy("easy", [], cluster)).results
-    ckpt = simulate(trace, cluster, make_policy("ckpt-backfill", ["p=1"], cluster)).results
+    ckpt = simulate(trace, cluster,
+                    make_policy("ckpt-backfill", ["p=1", *threshold], cluster)).results
+    assert np.array_equal(easy["id"], ckpt["id"])
     assert np.array_equal(easy["first_start"], ckpt["first_start"])
     assert ckpt["preemptions"].sum() == 0
+
+
+def test_spare_nodes_count_every_job_ending_at_the_shadow_time() -> None:
+    """10 nodes. A and B (4 nodes each) both end at 100; H (6 nodes) waits for them. At
+    the shadow time 100, A alone frees enough for H, and B's 4 nodes are spare too
+    (extra = 2 + 4 + 4 - 6 = 4): D (2 nodes, 1,000 s) backfills into them at 0, under
+    `easy` and under ckpt-backfill p = 1 (Algorithm 1 read literally stops at A and
+    would find extra = 0)."""
+    for name, opts in (("easy", []), ("ckpt-backfill", ["p=1"])):
+        cluster = NodePool(10)
+        e = Engine(cluster, make_policy(name, opts, cluster))
+        e.submit(JobSpec(1, 0, runtime=100, nodes=4, walltime=100))  # A
+        e.submit(JobSpec(2, 0, runtime=100, nodes=4, walltime=100))  # B
+        e.submit(JobSpec(3, 0, runtime=100, nodes=6, walltime=100))  # H
+        e.submit(JobSpec(4, 0, runtime=1000, nodes=2, walltime=1000))  # D
+        r = _run(e)
+        assert r[4]["first_start"] == 0, name
+        assert r[3]["first_start"] == 100, name
+
+
+def _ckpt_sys() -> EngineOptions:
+    return EngineOptions(checkpoint=CheckpointPolicy(periodic="sys", sys_interval=500,
+                                                     cost_model="fixed", fixed_s=40.0))
+
+
+@st.composite
+def _rigid_jobs(draw) -> list[JobSpec]:  # noqa: ANN001
+    n = draw(st.integers(3, 30))
+    specs, t = [], 0.0
+    for i in range(1, n + 1):
+        t += draw(st.sampled_from([0.0, 0.0, 50.0, 100.0, 700.0]))
+        walltime = draw(st.sampled_from([100.0, 300.0, 1000.0, 1800.0, 3600.0]))
+        runtime = draw(st.sampled_from([walltime, walltime / 2, walltime / 10, 1.5 * walltime]))
+        specs.append(JobSpec(i, t, runtime=runtime, nodes=draw(st.integers(1, 8)),
+                             walltime=walltime))
+    return specs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=_rigid_jobs(), threshold=st.sampled_from(["t_thr=0", "t_thr=1800", "t_thr_q=0"]),
+       periodic=st.booleans())
+def test_p_one_starts_every_job_when_easy_does(specs: list[JobSpec], threshold: str,
+                                               periodic: bool) -> None:
+    """Random small workloads with many equal ends, with and without periodic checkpoints
+    (which move the engine's predicted ends): p = 1 makes `easy`'s decisions."""
+    starts = []
+    for name, opts in (("easy", []), ("ckpt-backfill", ["p=1", threshold])):
+        cluster = NodePool(8)
+        e = Engine(cluster, make_policy(name, opts, cluster),
+                   options=_ckpt_sys() if periodic else None)
+        e.feed(specs)
+        r = _run(e)
+        starts.append({j: v["first_start"] for j, v in r.items()})
+        assert all(v["preemptions"] == 0 for v in r.values())
+    assert starts[0] == starts[1]
+
+
+def _job(spec: JobSpec) -> Job:
+    return Job(spec.id, spec.submit, spec.nodes, spec.walltime, spec.user, spec.project,
+               spec.job_class, spec.min_nodes, spec.checkpointable, spec.requested_start,
+               spec.queue)
+
+
+def test_online_threshold_is_a_quantile_of_the_requests_seen() -> None:
+    """Requests 600, 1800, 3600, 7200: q = 0.5 puts the threshold at the third (two
+    requests below it), q = 0.25 at the second, q = 0 at the first (nothing shielded),
+    q = 1 past the last (everything shielded)."""
+    jobs = [_job(JobSpec(i, 0, runtime=1, nodes=1, walltime=w))
+            for i, w in enumerate([3600.0, 600.0, 7200.0, 1800.0], 1)]
+    for q, expected in ((0.5, 3600.0), (0.25, 1800.0), (0.0, 600.0), (1.0, float("inf"))):
+        quantile = RequestQuantile(q)
+        quantile.add(jobs)
+        quantile.add(jobs[:2])  # a job seen again (still waiting) counts once
+        assert quantile.value() == expected
+
+
+def test_online_threshold_shields_the_shortest_share_of_requests() -> None:
+    """A (6 nodes, 600 s) runs; H (8 nodes) waits for t = 600; B (4 nodes) asks 5,000 s
+    and runs 400. The requests seen are 600, 600, 5,000: with q = 0.5 the threshold is
+    600, B is scaled to 500 s, fits the window and backfills at 0. With q = 1 every job is
+    shielded (classical): B cannot backfill (4 nodes > 2 spare) and starts when H ends."""
+    def run(q: str) -> dict[int, dict[str, float]]:
+        e = _engine(["p=0.1", f"t_thr_q={q}"], nodes=10, ckpt_s=0.0)
+        e.submit(JobSpec(1, 0, runtime=600, nodes=6, walltime=600))  # A
+        e.submit(JobSpec(2, 0, runtime=100, nodes=8, walltime=600))  # H
+        e.submit(JobSpec(3, 0, runtime=400, nodes=4, walltime=5000))  # B
+        r = _run(e)
+        assert e.policy.stats()["t_thr_final_s"] == (600 if q == "0.5" else -1)
+        return r
+
+    assert run("0.5")[3]["first_start"] == 0
+    assert run("1")[3]["first_start"] == 700
+
+
+def test_cascade_counts_preemptions_for_jobs_that_were_checkpointed() -> None:
+    """12 nodes, checkpoints free. A (6 nodes, 1,000 s) runs; H (7 nodes) waits for
+    t = 1,000; B (4 nodes) and E (2 nodes), both asking 5,000 s and predicted 500 s at
+    p = 0.1, are backfilled at 0 and outrun their predictions. At 1,000 H's reservation
+    preempts B (the largest; 6 + 4 >= 7). H starts; B is back at the head and needs 4 of
+    3 free nodes: its reservation counts on E's predicted end (500, past), so it is due
+    at once and preempts E -- a cascade: a preemption caused by the reservation of a job
+    that had itself been checkpointed."""
+    e = _engine(["p=0.1", "t_thr=0"], nodes=12, ckpt_s=0.0)
+    e.submit(JobSpec(1, 0, runtime=1000, nodes=6, walltime=1000))  # A
+    e.submit(JobSpec(2, 0, runtime=10_000, nodes=7, walltime=10_000))  # H
+    e.submit(JobSpec(3, 0, runtime=3000, nodes=4, walltime=5000))  # B
+    e.submit(JobSpec(4, 0, runtime=4000, nodes=2, walltime=5000))  # E
+    r = _run(e)
+    assert r[3]["preemptions"] == 1 and r[4]["preemptions"] == 1
+    assert r[2]["first_start"] == 1000 and r[3]["first_start"] == 0
+    stats = e.policy.stats()
+    assert stats["preemptions"] == 2 and stats["preempting_reservations"] == 2
+    assert stats["cascade_reservations"] == 1 and stats["cascade_preemptions"] == 1
 
 
 def test_bad_options_and_partitions_are_refused() -> None:
@@ -138,6 +270,8 @@ def test_paper_metrics_on_hand_built_results() -> None:
     }
     s = summarize({k: np.asarray(v) for k, v in cols.items()}, total_nodes=10)
     assert s["mean_queue_length"] == pytest.approx(50 / 100)  # job 2 waited 50 s in all
+    assert s["mean_wait_s"] == pytest.approx((0 + 20) / 2)  # before the first start
+    assert s["mean_wait_all_segments_s"] == pytest.approx((0 + 50) / 2)  # the paper's
     assert s["backfill_ratio"] == 0.5 and s["preemption_ratio"] == 0.5
     assert s["checkpoints_per_node_day"] == pytest.approx(6 / (10 * 100 / 86400))
     assert s["wasted_ratio"] == pytest.approx(60 / 700)

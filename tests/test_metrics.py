@@ -346,8 +346,9 @@ TOP_KEYS = [
     "final_states", "preemption_ratio", "preemption_ratio_by_class", "preemptions",
     "checkpoints", "failures", "lost_node_h", "ckpt_node_h", "restart_node_h",
     "setup_node_h", "chr_ckpt_sys", "chr_ckpt_jobs", "chr_pre_sys",
-    "mean_queue_length", "backfill_ratio", "checkpoints_per_node_day", "wasted_ratio",
-    "ondemand_instant_start_ratio", "ondemand_prompt_start_ratio", "dedicated", "stats",
+    "mean_wait_all_segments_s", "mean_queue_length", "backfill_ratio",
+    "checkpoints_per_node_day", "wasted_ratio", "ondemand_instant_start_ratio",
+    "ondemand_prompt_start_ratio", "dedicated", "stats",
     "options",
 ]
 

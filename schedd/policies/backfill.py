@@ -135,11 +135,23 @@ def _shadow_counts(view: View, need: int, free: int, started: list[tuple[Job, Al
     if more:
         more.sort()
         ends = heapq.merge(ends, more)
+    return shadow_and_extra(
+        ((end, fresh[jid] if jid in fresh else running[jid].alloc_nodes) for end, jid in ends),
+        need, free)
+
+
+def shadow_and_extra(releases: Iterable[tuple[float, int]], need: int, free: int
+                     ) -> tuple[float, int]:
+    """On a node pool, from (predicted end, nodes) releases in ascending end order and
+    `free` nodes now: the shadow time (the earliest end at which `need` nodes are free)
+    and `extra`, the nodes spare then. Every release at or before the shadow time counts,
+    ties with it included (the paper's Algorithm 1 stops at the first job that makes the
+    head fit, so its extra depends on how equal ends happen to be sorted)."""
     shadow = INF
-    for end, jid in ends:
+    for end, nodes in releases:
         if end > shadow:
             break
-        free += fresh[jid] if jid in fresh else running[jid].alloc_nodes
+        free += nodes
         if shadow == INF and free >= need:
             shadow = end
     return shadow, (free - need if shadow < INF else 0)

@@ -17,6 +17,7 @@ runs on node pools. Where the paper is silent, docs/policies.md says what we cho
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ from ..core.cluster import Cluster, NodePool
 from ..core.decisions import Decision, Preempt, PreemptMode, Start, WakeAt
 from ..core.job import Job, JobState
 from ..core.view import View
-from .backfill import eligible_queue
+from .backfill import eligible_queue, shadow_and_extra
 from .base import Policy, PolicyError
 
 INF = float("inf")
@@ -33,9 +34,13 @@ INF = float("inf")
 @dataclass(frozen=True)
 class CkptBackfillOptions:
     p: float = field(default=0.2, metadata={
-        "help": "scale-down factor of estimates >= t_thr (0 < p <= 1; 1 = classical)"})
-    t_thr: float = field(default=1800.0, metadata={
-        "help": "estimates shorter than this many seconds are not scaled"})
+        "help": "scale-down factor of estimates >= the threshold (0 < p <= 1; 1 = classical)"})
+    t_thr: float = field(default=-1.0, metadata={
+        "help": "estimates shorter than this many seconds are not scaled (the paper: 1800); "
+        "-1: the t_thr_q quantile of the requested times submitted so far"})
+    t_thr_q: float = field(default=0.5, metadata={
+        "help": "with t_thr=-1: the share of jobs, by requested time, shielded from scaling "
+        "(0 = none, 1 = all: classical)"})
     t_extend: float = field(default=-1.0, metadata={
         "help": "seconds added to a checkpointed job's prediction; -1: the engine's "
         "modelled checkpoint write + restart read for the job"})
@@ -46,12 +51,34 @@ def predict_runtime(estimate: float, ran: float | None, p: float, t_thr: float,
     """Algorithm 2: the scheduler's prediction of a job's (remaining) runtime.
 
     `ran` is the time a checkpointed job has already run (None for a job never
-    checkpointed)."""
-    if estimate < t_thr:
-        return estimate
+    checkpointed). A checkpointed job is predicted by what is left of its estimate whatever
+    the threshold is now (an online threshold may have moved above its estimate since)."""
     if ran is not None:
         return max(estimate - ran, 0.0) + t_extend
+    if estimate < t_thr:
+        return estimate
     return estimate * p
+
+
+class RequestQuantile:
+    """The q-quantile of the requested times submitted so far, kept online (causal): the
+    value with floor(q x n) of the n requests below it (when they are distinct), so that
+    about a share q of jobs is shorter; infinite when q x n reaches n."""
+
+    def __init__(self, q: float):
+        self.q = q
+        self.sorted: list[float] = []
+        self.seen: set[int] = set()
+
+    def add(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            if job.id not in self.seen:
+                self.seen.add(job.id)
+                bisect.insort(self.sorted, job.walltime)
+
+    def value(self) -> float:
+        k = int(self.q * len(self.sorted))
+        return self.sorted[k] if k < len(self.sorted) else INF
 
 
 class CkptBackfill(Policy):
@@ -64,18 +91,28 @@ class CkptBackfill(Policy):
         super().__init__(options, cluster)
         if not 0 < options.p <= 1:
             raise PolicyError(f"ckpt-backfill: p must be in (0, 1], not {options.p:g}")
-        if options.t_thr < 0:
-            raise PolicyError("ckpt-backfill: t_thr must not be negative")
+        if options.t_thr < 0 and options.t_thr != -1:
+            raise PolicyError("ckpt-backfill: t_thr must be -1 (the t_thr_q quantile) or "
+                              f"a number of seconds >= 0, not {options.t_thr:g}")
+        if not 0 <= options.t_thr_q <= 1:
+            raise PolicyError(f"ckpt-backfill: t_thr_q must be in [0, 1], not "
+                              f"{options.t_thr_q:g}")
         if not isinstance(cluster, NodePool):
             raise PolicyError("ckpt-backfill assumes jobs are not bound to specific nodes "
                               "(the paper's §3.1): use a node pool (nodes:N)")
-        self.pred_end: dict[int, float] = {}  # running job -> predicted end (Alg. 1)
+        self.requests = RequestQuantile(options.t_thr_q) if options.t_thr < 0 else None
+        # Running job -> seconds Algorithm 2 took off its estimate: its predicted end is
+        # the engine's walltime-based end (what `easy` uses) minus this.
+        self.shaved: dict[int, float] = {}
         self.backfilled: set[int] = set()  # running jobs that were backfilled
         self.ran: dict[int, float] = {}  # checkpointed job -> time it has run (hasRunTime)
         self.first_in_line: list[int] = []  # checkpointed jobs, back at the queue head
         self.reserved: int | None = None  # the job whose due reservation preempted others
-        self.counts = {"backfill_starts": 0, "preemptions": 0, "reservations_due": 0}
+        self.counts = {"backfill_starts": 0, "preemptions": 0, "reservations_due": 0,
+                       "preempting_reservations": 0, "cascade_reservations": 0,
+                       "cascade_preemptions": 0, "scaled_starts": 0}
         self._woken_for = -1.0
+        self._t_thr = options.t_thr
 
     # ------------------------------------------------------------------ predictions
     def _extend(self, view: View, job: Job) -> float:
@@ -86,7 +123,7 @@ class CkptBackfill(Policy):
     def _predict(self, view: View, job: Job) -> float:
         ran = self.ran.get(job.id)
         extend = self._extend(view, job) if ran is not None else 0.0
-        return predict_runtime(job.walltime, ran, self.options.p, self.options.t_thr, extend)
+        return predict_runtime(job.walltime, ran, self.options.p, self._t_thr, extend)
 
     def _in_order_runtime(self, view: View, job: Job) -> float:
         """Algorithm 1 line 6: the estimate (what is left of it for a checkpointed job)."""
@@ -98,24 +135,30 @@ class CkptBackfill(Policy):
     # ------------------------------------------------------------------ the pass
     def schedule(self, view: View) -> list[Decision]:
         now = view.now
-        running = view.running
-        self._forget_gone(running)
+        self._forget_gone(view.running)
+        if self.requests is not None:
+            self.requests.add(view.queue)
+            self._t_thr = self.requests.value()
         decisions: list[Decision] = []
         queue = self._ordered(eligible_queue(view, decisions))
         free = view.free_nodes
         # Algorithm 1, lines 1-9: start from the head while it fits.
+        started: list[tuple[Job, float]] = []  # (job, predicted runtime) started this pass
         i = 0
         for job in queue:
             if job.nodes > free:
                 break
-            self._start(job, now + self._in_order_runtime(view, job), False, decisions)
+            runtime = self._in_order_runtime(view, job)
+            self._start(job, runtime, 0.0, False, decisions)
+            started.append((job, runtime))
             free -= job.nodes
             i += 1
         if i == len(queue):
             return decisions
         head = queue[i]
         # Lines 13-25: the head's reservation from the predicted ends.
-        reserve_time, extra = self._reservation(view, head, free, decisions)
+        reserve_time, extra = shadow_and_extra(self._releases(view, started), head.nodes,
+                                               free)
         if reserve_time <= now:
             # Algorithm 3: the reservation is due and nodes are missing.
             self._preempt_for(view, head, free, decisions)
@@ -123,17 +166,22 @@ class CkptBackfill(Policy):
         if reserve_time < INF and reserve_time != self._woken_for:
             decisions.append(WakeAt(reserve_time))  # look again when it comes due
             self._woken_for = reserve_time
-        # Lines 26-40: backfill on predicted runtimes.
-        window = reserve_time - now
+        # Lines 26-40: backfill on predicted runtimes (the test `easy` makes, on them).
         for job in queue[i + 1:]:
+            if free == 0:
+                break
             if job.nodes > free:
                 continue
             runtime = self._predict(view, job)
-            if runtime <= window or job.nodes <= extra:
-                self._start(job, now + runtime, True, decisions)
+            if now + runtime <= reserve_time:
                 free -= job.nodes
-                if runtime > window:
-                    extra -= job.nodes
+            elif job.nodes <= extra:
+                free -= job.nodes
+                extra -= job.nodes
+            else:
+                continue
+            self._start(job, runtime, self._in_order_runtime(view, job) - runtime, True,
+                        decisions)
         return decisions
 
     def _ordered(self, queue: Sequence[Job]) -> list[Job]:
@@ -148,10 +196,12 @@ class CkptBackfill(Policy):
         ahead = set(front)
         return [waiting[j] for j in front] + [j for j in jobs if j.id not in ahead]
 
-    def _start(self, job: Job, predicted_end: float, backfill: bool,
+    def _start(self, job: Job, runtime: float, shaved: float, backfill: bool,
                decisions: list[Decision]) -> None:
         decisions.append(Start(job.id))
-        self.pred_end[job.id] = predicted_end
+        self.shaved[job.id] = shaved
+        if shaved > 0:
+            self.counts["scaled_starts"] += 1
         if backfill:
             self.backfilled.add(job.id)
             self.counts["backfill_starts"] += 1
@@ -160,27 +210,22 @@ class CkptBackfill(Policy):
         if job.id in self.first_in_line:
             self.first_in_line.remove(job.id)
 
-    def _reservation(self, view: View, head: Job, free: int,
-                     decisions: list[Decision]) -> tuple[float, int]:
-        """(reserve time, extra nodes) for the head, from the policy's predicted ends of the
-        running jobs (scaled for backfilled ones) and of the jobs started in this pass."""
-        ends: list[tuple[float, int, int]] = []
-        for job in view.running.values():
-            if job.state is JobState.CHECKPOINTING:
-                end = view.now  # its nodes come back when the checkpoint is written
-            else:
-                end = self.pred_end.get(job.id, job.last_start + job.walltime)
-            ends.append((end, job.id, job.alloc_nodes))
-        for d in decisions:
-            if isinstance(d, Start):
-                ends.append((self.pred_end[d.job_id], d.job_id, view.job(d.job_id).nodes))
+    def _releases(self, view: View, started: list[tuple[Job, float]]
+                  ) -> list[tuple[float, int]]:
+        """(predicted end, nodes) of everything holding nodes, ascending: the engine's
+        walltime-based ends (as `easy` sees them) less what Algorithm 2 scaled away, a
+        job writing its checkpoint at `now` (its nodes come back when it is written), and
+        the jobs started in this pass at now + their predicted runtime."""
+        now = view.now
+        running = view.running
+        shaved = self.shaved
+        ends = [(end - shaved.get(jid, 0.0), jid, running[jid].alloc_nodes)
+                for end, jid in view.running_by_end()]
+        if view.checkpointing_count:
+            ends += [(now, jid, running[jid].alloc_nodes) for _, jid in view.checkpointing_until()]
+        ends += [(now + runtime, job.id, job.nodes) for job, runtime in started]
         ends.sort()
-        future = free
-        for end, _, nodes in ends:
-            future += nodes
-            if future >= head.nodes:
-                return end, future - head.nodes
-        return INF, 0
+        return [(end, nodes) for end, _, nodes in ends]
 
     def _preempt_for(self, view: View, head: Job, free: int,
                      decisions: list[Decision]) -> None:
@@ -196,7 +241,10 @@ class CkptBackfill(Policy):
         victims = sorted(
             (j for j in view.running.values()
              if j.id in self.backfilled and j.state is JobState.RUNNING and j.checkpointable),
-            key=lambda j: (-j.alloc_nodes, -self.pred_end.get(j.id, 0.0), j.id))
+            key=lambda j: (-j.alloc_nodes, -(j.predicted_end - self.shaved.get(j.id, 0.0)),
+                           j.id))
+        cascade = head.id in self.ran  # the reservation of a job that was checkpointed
+        taken = 0
         for job in victims:
             if need <= 0:
                 break
@@ -204,15 +252,24 @@ class CkptBackfill(Policy):
             self.ran[job.id] = self.ran.get(job.id, 0.0) + max(0.0, view.now - job.last_start)
             self.first_in_line.append(job.id)
             self.backfilled.discard(job.id)
-            self.pred_end.pop(job.id, None)
-            self.counts["preemptions"] += 1
+            self.shaved.pop(job.id, None)
             need -= job.alloc_nodes
+            taken += 1
+        self.counts["preemptions"] += taken
+        if taken:
+            self.counts["preempting_reservations"] += 1
+            if cascade:
+                self.counts["cascade_reservations"] += 1
+                self.counts["cascade_preemptions"] += taken
 
     def _forget_gone(self, running: Mapping[int, Job]) -> None:
         """Drop bookkeeping of jobs that no longer hold nodes (finished or stopped)."""
-        for job_id in [j for j in self.pred_end if j not in running]:
-            del self.pred_end[job_id]
+        for job_id in [j for j in self.shaved if j not in running]:
+            del self.shaved[job_id]
             self.backfilled.discard(job_id)
 
     def stats(self) -> dict[str, int]:
-        return dict(self.counts)
+        out = dict(self.counts)
+        if self.requests is not None:
+            out["t_thr_final_s"] = int(self._t_thr) if self._t_thr < INF else -1
+        return out
