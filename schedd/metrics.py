@@ -430,6 +430,24 @@ def summarize(
     }
 
 
+def per_job(
+    results: dict[str, np.ndarray],
+    options: MetricOptions = MetricOptions(),  # noqa: B008 - frozen, so sharing is safe
+) -> dict[str, np.ndarray]:
+    """The per-job metrics of the started jobs (the arrays `stats` describes), with each
+    job's class code, category code (index into CATEGORIES), nodes held and executed
+    seconds: what distribution figures plot."""
+    cols = _columns(results)
+    started = cols["first_start"] >= 0
+    sub = {name: cols[name][started] for name in _STATS_COLUMNS}
+    out = _job_metrics(sub, options)
+    out["job_class"] = cols["job_class"][started]
+    out["category"] = _category_codes(sub, options).astype(np.int64)
+    out["alloc_nodes"] = sub["alloc_nodes"]
+    out["executed"] = sub["executed"]
+    return out
+
+
 # --------------------------------------------------------------------------- formatting
 
 _LABEL_W = 22
@@ -490,6 +508,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         "mean_queue_length", "backfill_ratio", "checkpoints_per_node_day", "wasted_ratio",
         "preemptions", "checkpoints", "failures", "lost_node_h", "ckpt_node_h",
         "restart_node_h", "setup_node_h", "chr_ckpt_sys", "chr_ckpt_jobs", "chr_pre_sys")]
+    if "node_failures" in summary:  # the engine's count, idle nodes too (written by sim)
+        pairs.append(("node_failures", summary["node_failures"]))
     pairs += [(f"dedicated {k}", v) for k, v in summary["dedicated"].items()]
     lines += _kv_lines(pairs)
     return "\n".join(lines) + "\n"

@@ -16,11 +16,11 @@ PACKAGE = ROOT / "schedd"
 # Layers, lowest first, by dotted prefix below `schedd` (the longest prefix wins): a
 # module may import only from its own layer or lower ones.
 LAYERS = {
-    "core": 0, "metrics": 0,
+    "core": 0, "metrics": 0, "limits": 0,
     "traces": 1, "policies": 1,
     "milp": 2, "options": 2,
-    "daemon": 3, "sim": 3, "compare": 3,
-    "cli": 4, "__main__": 4, "milp.cli": 4,
+    "daemon": 3, "sim": 3, "compare": 3, "run_files": 3, "report": 3,
+    "cli": 4, "__main__": 4, "milp.cli": 4, "report.cli": 4,
 }
 
 

@@ -1,0 +1,1 @@
+"""Figures and the HTML page of `schedd report` (matplotlib, Agg canvas)."""
