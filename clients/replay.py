@@ -7,10 +7,27 @@ Two ways to drive it:
   and at the end AdvanceClock(until_idle). The engine sees exactly what `schedd simulate`
   feeds it, so jobs.swf is byte-identical.
 * accelerated (default): jobs are submitted when the daemon's virtual clock reaches their
-  trace time (shifted so the first job arrives now), paced by `--speedup K` (default: the
-  daemon's own). A job that reaches the daemon late gets a later submit time; the client
-  measures this lag, and with `--compare` (default) runs `schedd simulate` in-process on
-  the same trace and settings and reports how far the live run diverged.
+  (shifted) trace time, paced by `--speedup K` (default: the daemon's own). A job that
+  reaches the daemon late gets a later submit time; the client measures this lag, and with
+  `--compare` (default) runs `schedd simulate` in-process on the same trace and settings
+  and reports how far the live run diverged.
+
+Time: by default the trace's first submit time is mapped to the daemon's current virtual
+time (a shift either way: a trace with Unix timestamps starts now, not in 53 years; with
+`--lockstep` the clock jumps ahead for free, so the trace keeps its times unless the
+daemon is already past them); `--at T` maps it to T instead and `--no-rebase` keeps the
+trace's own times (a daemon started with `--start-time`). `--from/--until` (trace time)
+and `--limit` select jobs. Before sending anything it prints one line: jobs, span,
+speed-up, expected wall time.
+
+Ids: jobs keep their trace numbers plus an offset that puts them above every id the
+daemon already holds (0 on an empty daemon), checked by the daemon (ALREADY_EXISTS moves
+the offset up for the jobs not yet sent), so a manual submission or another replay never
+collides; the results name jobs by their trace numbers again.
+
+Machine: the trace's MaxNodes/MaxProcs and largest job are checked against the daemon's
+cluster; a mismatch is refused unless `--force` (jobs too large are then dropped and
+counted).
 
 Either way it waits until every job it submitted has finished, then writes DIR/jobs.swf,
 DIR/jobs.csv and DIR/summary.json as `schedd simulate` does (summary.json gains a `replay`
@@ -27,6 +44,7 @@ import math
 import os
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -39,6 +57,7 @@ from schedd.core.results import COLUMNS
 from schedd.v1 import scheduler_pb2 as pb
 
 from .common import add_connection_arguments, aio_channel, metadata, rpc_error_text, stub
+from .replay_status import Snapshot, Status
 
 PB_CLASS = {"B": pb.JOB_CLASS_BATCH, "R": pb.JOB_CLASS_REALTIME, "O": pb.JOB_CLASS_ON_DEMAND,
             "M": pb.JOB_CLASS_MALLEABLE, "D": pb.JOB_CLASS_DEDICATED}
@@ -69,10 +88,24 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default 0.1; 0 = send when due)")
     p.add_argument("--window", type=int, default=500, metavar="N",
                    help="lockstep: jobs per window before each AdvanceClock (default 500)")
-    p.add_argument("--limit", type=int, default=None, metavar="N",
-                   help="replay only the first N jobs of the trace")
-    p.add_argument("--procs-per-node", type=int, default=1, metavar="K",
-                   help="the trace counts processors; K per node")
+    p.add_argument("--at", type=float, default=None, metavar="T",
+                   help="map the trace's first submit time to daemon virtual time T "
+                   "(default: the daemon's current time)")
+    p.add_argument("--no-rebase", action="store_true",
+                   help="keep the trace's own submit times (a daemon started with "
+                   "--start-time near them)")
+    p.add_argument("--from", dest="start", type=float, default=None, metavar="T",
+                   help="only jobs submitted at or after trace time T")
+    p.add_argument("--until", type=float, default=None, metavar="T",
+                   help="only jobs submitted before trace time T")
+    p.add_argument("--limit", type=_positive_int, default=None, metavar="N",
+                   help="replay only the first N jobs (after --from/--until)")
+    p.add_argument("--procs-per-node", type=_positive_int, default=None, metavar="K",
+                   help="the trace counts processors, K per node (default: MaxProcs // "
+                   "MaxNodes when the header gives both and they differ, else 1)")
+    p.add_argument("--force", action="store_true",
+                   help="replay even if the daemon's cluster does not match the trace "
+                   "(jobs larger than the machine are dropped and counted)")
     p.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
     p.add_argument("--compare", action=argparse.BooleanOptionalAction, default=None,
                    help="run `schedd simulate` in-process and report the divergence "
@@ -80,9 +113,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-timeout", type=float, default=120.0, metavar="S",
                    help="how long to keep retrying while the daemon is unreachable (default "
                    "120)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar or status lines (warnings are still printed)")
+    p.add_argument("--status-every", type=float, default=10.0, metavar="S",
+                   help="without a terminal: a status line every S wall seconds (default "
+                   "10; 0: none)")
+    p.add_argument("--stall-after", type=float, default=5.0, metavar="S",
+                   help="say why nothing moves after S wall seconds without progress "
+                   "(default 5)")
     add_connection_arguments(p)
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,7 +168,11 @@ class Replay:
         self.late = 0
         self.max_lag = 0.0
         self.submitted = 0
-        self.bar: Any = None
+        self.status: Status | None = None
+        self.offset = 0  # daemon id = trace id + offset (moved up on a collision)
+        self.ids: dict[int, int] = {}  # trace id -> daemon id, of submitted jobs
+        self.run_id = uuid.uuid4().hex[:12]  # request ids: retries match, runs don't
+        self.finished_before = 0  # finished jobs the daemon had before this replay
 
     # ------------------------------------------------------------------ retries
     async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
@@ -148,21 +202,14 @@ class Replay:
 
     # ------------------------------------------------------------------ run
     async def run(self) -> dict[str, Any]:
-        from schedd.traces import normalize, read_trace
-
         started = time.monotonic()
         self.channel = aio_channel(self.args)
         self.stub = stub(self.channel)
         try:
             info = await self._cluster()
             path = self.args.trace or _sample_path()
-            raw = read_trace(path, lenient=self.args.lenient)
-            trace = normalize(raw, max_nodes=info.max_job_nodes,
-                              procs_per_node=self.args.procs_per_node, lenient=self.args.lenient)
+            trace = self._load(path, info)
             specs = list(trace.specs())
-            if self.args.limit is not None:
-                specs = specs[:self.args.limit]
-                trace = _head(trace, len(specs))
             if not specs:
                 raise ReplayError(f"{path} has no job to replay")
             clock = info.clock
@@ -171,27 +218,93 @@ class Replay:
                                   f"runs {clock.mode}")
             if not self.args.lockstep and clock.mode == "lockstep":
                 raise ReplayError("the daemon runs a lockstep clock: replay with --lockstep")
-            self._open_bar(len(specs))
+            speedup = self.args.speedup or clock.speedup or 1.0
+            clock = await self._clock()  # fresh: reading the trace took a while
+            # Accelerated: the first job half a wall second ahead, so that it is not late.
+            margin = 0.0 if self.args.lockstep else 0.5 * speedup
+            shift = self._shift(specs, clock.now + margin)
+            self.offset = max(0, info.next_job_id - min(s.id for s in specs))
+            self.finished_before = info.finished
+            print(self._plan(path, specs, shift, speedup), flush=True)
+            self._open_status(len(specs), speedup, specs[-1].submit + shift)
             try:
                 if self.args.lockstep:
-                    shift = 0.0
-                    await self._lockstep(specs, trace)
+                    await self._lockstep(specs, trace, shift)
                 else:
-                    shift = max(0.0, clock.now - specs[0].submit)
-                    await self._accelerated(specs, trace, shift, clock)
+                    await self._accelerated(specs, trace, shift, clock, speedup)
                 await self._wait_done(len(specs))
             finally:
-                if self.bar is not None:
-                    self.bar.close()
-            results = await self._results({s.id for s in specs})
+                if self.status is not None:
+                    self.status.close()
+            results = await self._results()
             info = await self._cluster()
         finally:
             await self.channel.close()
         return self._write(path, trace, specs, results, info, shift,
                            time.monotonic() - started)
 
+    def _load(self, path: str, info: Any) -> Any:
+        """The trace, checked against the daemon's machine, selected, said in one line
+        per decision (processors per node, jobs not replayed)."""
+        from schedd.traces import normalize, read_trace
+        from schedd.traces.normalize import drop_line, select
+
+        a = self.args
+        raw = read_trace(path, lenient=a.lenient)
+        trace = normalize(raw, procs_per_node=a.procs_per_node, lenient=a.lenient)
+        if a.procs_per_node is None and trace.procs_per_node != 1:
+            print(f"schedd-replay: {os.path.basename(path)}'s header gives MaxNodes "
+                  f"{raw.header.max_nodes} and MaxProcs {raw.header.max_procs}: reading its "
+                  f"processor counts at {trace.procs_per_node} per node (--procs-per-node "
+                  f"{trace.procs_per_node}; --procs-per-node 1 reads them as nodes)",
+                  file=sys.stderr)
+        mismatch = _machine_mismatch(raw.header, trace, info)
+        if mismatch and not a.force:
+            raise ReplayError(f"{mismatch}; start the daemon with --cluster "
+                              f"nodes:{trace.max_nodes}, or replay anyway with --force "
+                              "(larger jobs are dropped)")
+        if mismatch:
+            print(f"schedd-replay: warning: {mismatch} (--force)", file=sys.stderr)
+        trace = normalize(raw, max_nodes=info.max_job_nodes,
+                          procs_per_node=trace.procs_per_node, lenient=a.lenient)
+        trace = select(trace, start=a.start, until=a.until, limit=a.limit)
+        line = drop_line(trace, path, selected=False)
+        if line:
+            print(f"schedd-replay: warning: {line}", file=sys.stderr)
+        return trace
+
+    def _shift(self, specs: list[JobSpec], now: float) -> float:
+        """Daemon time minus trace time; a whole number of seconds when the trace's times
+        are, so that shifting there and back is exact."""
+        if self.args.no_rebase:
+            return 0.0
+        if self.args.at is None and self.args.lockstep:
+            # A lockstep clock jumps ahead for free: keep the trace's times unless the
+            # daemon is already past them (same times as `schedd simulate`, whose
+            # failure draws start at time 0 too).
+            return float(max(0.0, math.ceil(now - specs[0].submit)))
+        target = now if self.args.at is None else self.args.at
+        shift = target - specs[0].submit
+        return float(math.ceil(shift)) if specs[0].submit == int(specs[0].submit) else shift
+
+    def _plan(self, path: str, specs: list[JobSpec], shift: float, speedup: float) -> str:
+        from schedd.durations import format_duration
+
+        first, last = specs[0].submit, specs[-1].submit
+        span = last - first
+        where = (f"daemon time {first + shift:,.0f} to {last + shift:,.0f}"
+                 + (f", shift {shift:+,.0f} s" if shift else ""))
+        if self.args.lockstep:
+            pace = "lockstep: as fast as the daemon goes"
+        else:
+            pace = (f"at {speedup:g}x: about {format_duration(span / speedup)} of wall time "
+                    "to submit them all, then the running jobs drain")
+        ids = f"; job ids = trace ids + {self.offset:,}" if self.offset else ""
+        return (f"replaying {len(specs):,} jobs of {os.path.basename(path)}, a trace span of "
+                f"{format_duration(span)} ({where}), {pace}{ids}")
+
     # ------------------------------------------------------------------ lockstep
-    async def _lockstep(self, specs: list[JobSpec], trace: Any) -> None:
+    async def _lockstep(self, specs: list[JobSpec], trace: Any, shift: float) -> None:
         notices = _notices(specs)
         eccs = list(trace.eccs)
         n, i, ni, ei = len(specs), 0, 0, 0
@@ -200,13 +313,13 @@ class Replay:
             while j < n and specs[j].submit == specs[j - 1].submit:
                 j += 1  # all jobs of one instant go in the same window
             horizon = specs[j - 1].submit
-            ni = await self._send_notices(notices, ni, horizon)
-            await self._submit(specs[i:j], shift=0.0)
-            ei = await self._send_eccs(eccs, ei, horizon)
-            await self._advance(to=horizon)
+            ni = await self._send_notices(notices, ni, horizon, shift)
+            await self._submit(specs[i:j], shift)
+            ei = await self._send_eccs(eccs, ei, horizon, shift)
+            await self._advance(to=horizon + shift)
             i = j
-        await self._send_notices(notices, ni, math.inf)
-        await self._send_eccs(eccs, ei, math.inf)
+        await self._send_notices(notices, ni, math.inf, shift)
+        await self._send_eccs(eccs, ei, math.inf, shift)
         await self._advance(until_idle=True)
 
     async def _advance(self, to: float | None = None, until_idle: bool = False) -> None:
@@ -216,12 +329,11 @@ class Replay:
         request = (pb.AdvanceClockRequest(until_idle=True) if until_idle
                    else pb.AdvanceClockRequest(to=to))
         clock = await self._call(lambda: self.stub.AdvanceClock(request, metadata=self.meta))
-        self._progress(clock.now)
+        self._progress(clock)
 
     # ------------------------------------------------------------------ accelerated
     async def _accelerated(self, specs: list[JobSpec], trace: Any, shift: float,
-                           clock: Any) -> None:
-        speedup = self.args.speedup or clock.speedup or 1.0
+                           clock: Any, speedup: float) -> None:
         if self.args.speedup and abs(self.args.speedup - clock.speedup) > 1e-9:
             print(f"schedd-replay: pacing at {speedup:g}x while the daemon's clock runs at "
                   f"{clock.speedup:g}x", file=sys.stderr)
@@ -232,11 +344,14 @@ class Replay:
         i = ni = ei = 0
         n = len(specs)
         while i < n or ni < len(notices) or ei < len(eccs):
-            wall = time.monotonic()
-            if wall - last_sync > 2.0:  # follow the daemon's clock (pauses, jumps)
+            nexts = [t for t in (specs[i].submit if i < n else None,
+                                 notices[ni][1].time if ni < len(notices) else None,
+                                 eccs[ei].time if ei < len(eccs) else None) if t is not None]
+            if time.monotonic() - last_sync > 1.0:  # follow the daemon's clock (pauses, jumps)
                 c = await self._clock()
-                ref_v, ref_w, last_sync = c.now, time.monotonic(), time.monotonic()
-                self._progress(c.now, lag=c.lag)
+                ref_v, ref_w = c.now, time.monotonic()
+                last_sync = ref_w
+                self._progress(c, next_due=min(nexts) + shift if nexts else None)
             v = ref_v + speedup * (time.monotonic() - ref_w)
             trace_now = v - shift + speedup * self.args.lead  # the horizon sent ahead
             ni = await self._send_notices(notices, ni, trace_now, shift)
@@ -249,9 +364,6 @@ class Replay:
                 await self._submit(specs[i:j], shift)
                 i = j
             ei = await self._send_eccs(eccs, ei, trace_now, shift)
-            nexts = [t for t in (specs[i].submit if i < n else None,
-                                 notices[ni][1].time if ni < len(notices) else None,
-                                 eccs[ei].time if ei < len(eccs) else None) if t is not None]
             if nexts:
                 wait = (min(nexts) - trace_now) / speedup
                 await asyncio.sleep(min(max(wait, 0.001), 0.25))
@@ -259,29 +371,44 @@ class Replay:
     # ------------------------------------------------------------------ sending
     async def _submit(self, specs: Sequence[JobSpec], shift: float) -> None:
         name = os.path.basename(self.args.trace or "sample")
-        requests = [_submit_request(s, shift, f"replay:{name}:{s.id}") for s in specs]
+        while True:
+            requests = [_submit_request(s, shift, s.id + self.offset,
+                                        f"replay:{name}:{self.run_id}:{s.id}")
+                        for s in specs]
 
-        async def send() -> Any:
-            async def stream() -> AsyncIterator[pb.SubmitJobsRequest]:
-                for lo in range(0, len(requests), 1000):  # many jobs per message
-                    yield pb.SubmitJobsRequest(jobs=requests[lo:lo + 1000])
+            async def send(requests: list[pb.SubmitJobRequest] = requests) -> Any:
+                async def stream() -> AsyncIterator[pb.SubmitJobsRequest]:
+                    for lo in range(0, len(requests), 1000):  # many jobs per message
+                        yield pb.SubmitJobsRequest(jobs=requests[lo:lo + 1000])
 
-            return await self.stub.SubmitJobs(stream(), metadata=self.meta)
+                return await self.stub.SubmitJobs(stream(), metadata=self.meta)
 
-        response = await self._call(send)
-        for r, job_id in zip(requests, response.job_ids, strict=True):
+            try:
+                response = await self._call(send)
+                break
+            except grpc.aio.AioRpcError as err:
+                # Someone else took an id of ours meanwhile (the stream is all or nothing):
+                # move the offset above every id the daemon holds now, and send again.
+                if err.code() != grpc.StatusCode.ALREADY_EXISTS or "job id" not in (
+                        err.details() or ""):
+                    raise
+                info = await self._cluster()
+                moved = max(self.offset + 1, info.next_job_id - min(s.id for s in specs))
+                print(f"schedd-replay: {err.details()}: job ids are now trace ids + "
+                      f"{moved:,} (were + {self.offset:,})", file=sys.stderr)
+                self.offset = moved
+        for s, r, job_id in zip(specs, requests, response.job_ids, strict=True):
             if r.job_id != job_id:
                 raise ReplayError(f"the daemon gave job {r.job_id} the id {job_id}")
+            self.ids[s.id] = job_id
         self.submitted += len(requests)
-        if self.bar is not None:
-            self.bar.update(len(requests))
 
     async def _send_notices(self, notices: list[tuple[int, Any]], k: int, horizon: float,
                             shift: float = 0.0) -> int:
         while k < len(notices) and notices[k][1].time <= horizon:
             job_id, n = notices[k]
             request = pb.AdvanceNoticeRequest(
-                request_id=f"notice:{job_id}", job_id=job_id,
+                request_id=f"notice:{self.run_id}:{job_id}", job_id=job_id + self.offset,
                 expected_arrival=n.est_arrival + shift, nodes=n.nodes, walltime=n.walltime,
                 notice_time=n.time + shift)
             await self._call(partial(self.stub.AdvanceNotice, request, metadata=self.meta))
@@ -293,7 +420,8 @@ class Replay:
         while k < len(eccs) and eccs[k].time <= horizon:
             e = eccs[k]
             request = pb.ElasticControlRequest(
-                request_id=f"ecc:{e.job_id}:{e.line}:{k}", job_id=e.job_id, kind=PB_ECC[e.kind],
+                request_id=f"ecc:{self.run_id}:{e.job_id}:{e.line}:{k}",
+                job_id=self.ids.get(e.job_id, e.job_id + self.offset), kind=PB_ECC[e.kind],
                 amount=e.amount, time=e.time + shift)
             try:
                 await self._call(partial(self.stub.ElasticControl, request,
@@ -306,17 +434,35 @@ class Replay:
 
     # ------------------------------------------------------------------ completion
     async def _wait_done(self, n: int) -> None:
+        """Until the daemon has nothing left to run and has finished our n jobs."""
         while True:
             info = await self._cluster()
             queued = sum(c.jobs for c in info.queue_by_class)
             running = sum(c.jobs for c in info.running_by_class)
-            self._progress(info.clock.now, lag=info.clock.lag, running=running,
-                           done=info.finished)
-            if info.pending == 0 and queued == 0 and running == 0 and info.finished >= n:
+            finished = info.finished - self.finished_before
+            if info.pending == 0 and queued == 0 and running == 0 and finished >= n:
+                self._progress(info.clock, running=running, finished=finished)
                 return
+            if self.status is not None:
+                c = info.clock
+                snap = Snapshot(c.now, c.engine_time, c.paused, self.submitted,
+                                min(n, running + finished), min(n, finished))
+                next_end = await self._next_end() if running and not queued else None
+                self.status.draining(snap, running, queued, next_end)
             await asyncio.sleep(0.2)
 
-    async def _results(self, ids: set[int]) -> dict[str, np.ndarray]:
+    async def _next_end(self) -> float | None:
+        """Earliest predicted end of a running job (asked only while nothing else waits)."""
+        if self.status is None or "idle" in self.status.warned:
+            return None
+        r = await self._call(lambda: self.stub.ListJobs(
+            pb.ListJobsRequest(states=[pb.JOB_STATE_RUNNING], page_size=1000),
+            metadata=self.meta, timeout=10))
+        ends = [j.predicted_end for j in r.jobs if j.HasField("predicted_end")]
+        return min(ends) if ends else None
+
+    async def _results(self) -> dict[str, np.ndarray]:
+        """Our jobs' result columns, named by their trace ids again."""
         async def fetch() -> dict[str, list[float]]:
             cols: dict[str, list[float]] = {name: [] for name in COLUMNS}
             async for chunk in self.stub.GetResults(pb.GetResultsRequest(),
@@ -328,11 +474,17 @@ class Replay:
         cols = await self._call(fetch)
         arrays = {name: np.asarray(cols[name], dtype=np.int64 if code == "q" else np.float64)
                   for name, code in COLUMNS.items()}
-        keep = np.isin(arrays["id"], np.fromiter(ids, dtype=np.int64, count=len(ids)))
+        n = len(self.ids)
+        daemon_ids = np.fromiter(self.ids.values(), dtype=np.int64, count=n)
+        trace_ids = np.fromiter(self.ids.keys(), dtype=np.int64, count=n)
+        keep = np.isin(arrays["id"], daemon_ids)
         arrays = {k: v[keep] for k, v in arrays.items()}
-        if len(arrays["id"]) != len(ids) or len(np.unique(arrays["id"])) != len(ids):
+        if len(arrays["id"]) != n or len(np.unique(arrays["id"])) != n:
             raise ReplayError(f"the daemon reported {len(arrays['id'])} results for "
-                              f"{len(ids)} jobs")
+                              f"{n} jobs")
+        order = np.argsort(daemon_ids)
+        arrays["id"] = trace_ids[order][np.searchsorted(daemon_ids, arrays["id"],
+                                                        sorter=order)]
         return arrays
 
     # ------------------------------------------------------------------ output
@@ -356,9 +508,10 @@ class Replay:
             "policy_options": dict(info.policy_options), "seed": info.seed,
             "engine_options": engine_options,
         }
+        description["procs_per_node"] = trace.procs_per_node
         replay: dict[str, Any] = {
             "mode": "lockstep" if self.args.lockstep else "accelerated",
-            "jobs": len(specs), "wall_s": wall, "shift_s": shift,
+            "jobs": len(specs), "wall_s": wall, "shift_s": shift, "id_offset": self.offset,
             "late_submissions": int(np.sum(results["submit"] > _trace_submits(specs, results)
                                            + 1e-9)),
             "max_submit_lag_s": self.max_lag, "server": self.args.server,
@@ -373,23 +526,20 @@ class Replay:
                              {k: int(v) for k, v in info.counters.items()})
 
     # ------------------------------------------------------------------ progress
-    def _open_bar(self, total: int) -> None:
-        if self.args.no_progress or not sys.stderr.isatty():
-            return
-        from tqdm import tqdm
+    def _open_status(self, total: int, speedup: float, end_v: float) -> None:
+        a = self.args
+        self.status = Status(total, speedup, end_v, every=0.0 if a.no_progress
+                             else a.status_every, stall_after=a.stall_after,
+                             bar=not a.no_progress and sys.stderr.isatty(),
+                             lockstep=a.lockstep)
 
-        self.bar = tqdm(total=total, unit="job", desc="submitted", file=sys.stderr)
-
-    def _progress(self, now: float, lag: float = 0.0, running: int | None = None,
-                  done: int | None = None) -> None:
-        if self.bar is None:
+    def _progress(self, clock: Any, next_due: float | None = None,
+                  running: int | None = None, finished: int | None = None) -> None:
+        if self.status is None:
             return
-        post = {"t": f"{now:.0f}", "lag": f"{lag:.1f}"}
-        if running is not None:
-            post["running"] = str(running)
-        if done is not None:
-            post["done"] = str(done)
-        self.bar.set_postfix(post, refresh=True)
+        started = None if running is None or finished is None else running + finished
+        self.status.update(Snapshot(clock.now, clock.engine_time, clock.paused,
+                                    self.submitted, started, finished), next_due_v=next_due)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -399,9 +549,25 @@ def _sample_path() -> str:
     return sample()
 
 
-def _submit_request(s: JobSpec, shift: float, request_id: str) -> pb.SubmitJobRequest:
+def _machine_mismatch(header: Any, trace: Any, info: Any) -> str | None:
+    """Why the trace was not made for the daemon's machine (one clause), or None."""
+    declared = header.max_nodes
+    if declared is None and header.max_procs is not None:
+        declared = -(-header.max_procs // trace.procs_per_node)
+    largest = int(trace.columns["nodes"].max()) if len(trace) else 0
+    if declared is not None and declared != info.total_nodes:
+        return (f"the trace's machine has {declared:,} nodes (header MaxNodes/MaxProcs) but "
+                f"the daemon's {info.cluster or info.name} has {info.total_nodes:,}")
+    if largest > info.max_job_nodes:
+        return (f"the trace's largest job asks for {largest:,} nodes but the daemon's "
+                f"{info.cluster or info.name} gives one job at most {info.max_job_nodes:,}")
+    return None
+
+
+def _submit_request(s: JobSpec, shift: float, job_id: int,
+                    request_id: str) -> pb.SubmitJobRequest:
     r = pb.SubmitJobRequest(
-        request_id=request_id, job_id=s.id, nodes=s.nodes, walltime=s.walltime,
+        request_id=request_id, job_id=job_id, nodes=s.nodes, walltime=s.walltime,
         runtime=s.runtime, job_class=PB_CLASS[s.job_class.value],
         min_nodes=s.min_nodes if s.malleable else 0, user=s.user, project=s.project,
         queue=s.queue, not_checkpointable=not s.checkpointable, setup=s.setup,
@@ -418,14 +584,6 @@ def _submit_request(s: JobSpec, shift: float, request_id: str) -> pb.SubmitJobRe
 def _notices(specs: list[JobSpec]) -> list[tuple[int, Any]]:
     return sorted(((s.id, s.notice) for s in specs if s.notice is not None),
                   key=lambda p: (p[1].time, p[0]))
-
-
-def _head(trace: Any, n: int) -> Any:
-    from dataclasses import replace
-
-    cols = {k: v[:n] for k, v in trace.columns.items()}
-    kept = set(cols["job_id"].tolist())
-    return replace(trace, columns=cols, eccs=[e for e in trace.eccs if e.job_id in kept])
 
 
 def _trace_submits(specs: list[JobSpec], results: dict[str, np.ndarray]) -> np.ndarray:

@@ -22,6 +22,7 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from schedd.durations import DurationError, parse_duration
 from schedd.v1 import scheduler_pb2 as pb
 
 from .common import DEFAULT_SERVER, add_connection_arguments, channel, metadata, stub
@@ -105,19 +106,26 @@ def trace_id(value: int) -> str:
     return "-" if value < 0 else str(value)
 
 
+def optional_time(j: pb.Job, name: str) -> str:
+    """A Job field that is absent until it has a value (API 1.1; older daemons sent -1)."""
+    return fmt_time(getattr(j, name)) if j.HasField(name) else "-"
+
+
 def job_fields(j: pb.Job) -> list[tuple[str, str]]:
     pairs = [("job", str(j.job_id)), ("state", state_name(j.state)),
              ("class", class_name(j.job_class)), ("nodes", str(j.nodes))]
     if j.job_class == pb.JOB_CLASS_MALLEABLE:
-        pairs.append(("min nodes", str(j.min_nodes)))
+        pairs.append(("min nodes", str(j.min_nodes) if j.HasField("min_nodes") else "-"))
     pairs += [("allocated", str(j.alloc_nodes)), ("walltime", fmt_num(j.walltime)),
-              ("submitted", fmt_time(j.submit_time)), ("first start", fmt_time(j.first_start)),
-              ("last start", fmt_time(j.last_start)),
-              ("predicted end", fmt_time(j.predicted_end)), ("ended", fmt_time(j.end_time)),
+              ("submitted", fmt_time(j.submit_time)),
+              ("first start", optional_time(j, "first_start")),
+              ("last start", optional_time(j, "last_start")),
+              ("predicted end", optional_time(j, "predicted_end")),
+              ("ended", optional_time(j, "end_time")),
               ("wait", fmt_time(j.wait)), ("executed", fmt_num(j.executed)),
               ("preemptions", str(j.preemptions)), ("checkpoints", str(j.checkpoints))]
-    if j.job_class == pb.JOB_CLASS_DEDICATED or j.requested_start >= 0:
-        pairs.append(("requested start", fmt_time(j.requested_start)))
+    if j.job_class == pb.JOB_CLASS_DEDICATED or j.HasField("requested_start"):
+        pairs.append(("requested start", optional_time(j, "requested_start")))
     if j.block:
         pairs.append(("block", j.block))
     pairs += [("owner", j.owner or "-"), ("user", trace_id(j.user)),
@@ -130,7 +138,7 @@ JOB_COLUMNS = ("ID", "CLASS", "STATE", "NODES", "ALLOC", "SUBMIT", "START", "WAI
 
 def job_row(j: pb.Job) -> list[str]:
     return [str(j.job_id), class_name(j.job_class), state_name(j.state), str(j.nodes),
-            str(j.alloc_nodes), fmt_time(j.submit_time), fmt_time(j.first_start),
+            str(j.alloc_nodes), fmt_time(j.submit_time), optional_time(j, "first_start"),
             fmt_time(j.wait), j.owner or "-"]
 
 
@@ -211,11 +219,23 @@ def _number(text: str, what: str, ok: Callable[[float], bool]) -> float:
 
 
 def seconds(text: str) -> float:
-    return _number(text, "a number of seconds >= 0", lambda v: v >= 0)
+    """A duration >= 0: seconds, [D-]H:MM:SS or 1h30m (schedd.durations)."""
+    try:
+        return parse_duration(text, "a duration")
+    except DurationError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def positive_seconds(text: str) -> float:
-    return _number(text, "a number of seconds > 0", lambda v: v > 0)
+    value = seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a duration > 0, got {text!r}")
+    return value
+
+
+def amount(text: str) -> float:
+    """An ECC amount: seconds (ET/RT, any duration form) or nodes (EP/RP); > 0."""
+    return positive_seconds(text)
 
 
 def vtime(text: str) -> float:
@@ -506,9 +526,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=positive_int, required=True, metavar="N",
                    help="nodes requested (the maximum for malleable jobs)")
     p.add_argument("--walltime", type=positive_seconds, required=True, metavar="S",
-                   help="requested time in seconds")
+                   help="requested time: seconds, [D-]H:MM:SS or 1h30m")
     p.add_argument("--runtime", type=seconds, metavar="S",
-                   help="actual runtime in seconds (default: the walltime)")
+                   help="actual runtime, as --walltime (default: the walltime)")
     p.add_argument("--class", dest="job_class", type=job_class, default="batch",
                    metavar="CLASS",
                    help=f"job class: {', '.join(CLASSES)} (default batch)")
@@ -593,8 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
                 "applies or rejects it; the outcome is an `ecc` event (see watch).")
     p.add_argument("job_id", type=positive_int, metavar="JOB_ID")
     p.add_argument("kind", type=ecc_kind, metavar="ET|RT|EP|RP")
-    p.add_argument("amount", type=positive_seconds, metavar="AMOUNT",
-                   help="seconds (ET, RT) or whole nodes (EP, RP); > 0")
+    p.add_argument("amount", type=amount, metavar="AMOUNT",
+                   help="a duration (ET, RT: seconds, H:MM:SS or 1h30m) or whole nodes "
+                        "(EP, RP); > 0")
     p.add_argument("--at", type=vtime, metavar="T",
                    help="when it takes effect, virtual time (default now)")
     p.add_argument("--request-id", metavar="ID", help="idempotency key")

@@ -7,6 +7,8 @@ with one sentence on stderr and exit status 2 — never a traceback.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from importlib import resources
 from typing import Any
@@ -49,11 +51,29 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", required=True, metavar="DIR", help="output directory")
     sim.add_argument("--lenient", action="store_true",
                      help="skip malformed trace lines (and report how many) instead of stopping")
-    sim.add_argument("--procs-per-node", type=_at_least(1, int), default=1, metavar="K",
-                     help="the trace counts processors; K per node (nodes = ceil(procs / K))")
+    sim.add_argument("--strict", action="store_true",
+                     help="stop with an error if any job of the trace would not be simulated "
+                     "(too large, runtime <= 0, malformed, repeated id) instead of warning")
+    sim.add_argument("--procs-per-node", type=_at_least(1, int), default=None, metavar="K",
+                     help="the trace counts processors; K per node (nodes = ceil(procs / K)); "
+                     "default: MaxProcs // MaxNodes when the header gives both and they "
+                     "differ (said in one line), else 1")
+    sim.add_argument("--from", dest="start", type=float, default=None, metavar="T",
+                     help="only jobs submitted at or after trace time T")
+    sim.add_argument("--until", type=float, default=None, metavar="T",
+                     help="only jobs submitted before trace time T")
+    sim.add_argument("--limit", type=_at_least(1, int), default=None, metavar="N",
+                     help="only the first N jobs (after --from/--until)")
     sim.add_argument("--validate", action="store_true",
                      help="check every engine invariant after every instant (slow)")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
+    shown = sim.add_mutually_exclusive_group()
+    shown.add_argument("--verbose", action="store_true",
+                       help="print the full summary table (every metric by class and "
+                       "category) instead of the short summary")
+    shown.add_argument("--quiet", action="store_true", help="print no summary")
+    shown.add_argument("--json", action="store_true",
+                       help="print summary.json to stdout instead of the summary")
     sim.add_argument("--timeseries-step", type=_at_least(0), default=0.0, metavar="S",
                      help="timeseries.csv at every multiple of S virtual seconds (default 0: "
                      "one row per change of the machine's state)")
@@ -286,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             from .daemon.server import serve_main
 
             return serve_main(args)
-    except (TraceError, ClusterError, PolicyError, DecisionError, CompareError) as err:
+    except (TraceError, ClusterError, PolicyError, DecisionError, CompareError,
+            OutputError) as err:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -299,25 +320,33 @@ def _simulate(args: argparse.Namespace) -> int:
     from .core.cluster_spec import parse_cluster
     from .metrics import format_summary
     from .policies import make_policy
-    from .sim import describe_run, max_job_nodes, simulate, write_outputs
-    from .traces import normalize, read_trace
+    from .sim import describe_run, format_brief, max_job_nodes, simulate, write_outputs
+    from .traces import TraceError, normalize, read_trace
+    from .traces.normalize import drop_line, select
 
     path = args.trace or _sample_path()
     raw = read_trace(path, lenient=args.lenient)
-    if raw.skipped:
-        print(f"schedd: skipped {raw.skipped} malformed line(s) of {path}", file=sys.stderr)
-    if args.cluster:
-        cluster = parse_cluster(args.cluster)
-        trace = normalize(raw, max_nodes=max_job_nodes(cluster),
-                          procs_per_node=args.procs_per_node, lenient=args.lenient)
-    else:
-        trace = normalize(raw, procs_per_node=args.procs_per_node, lenient=args.lenient)
-        cluster = NodePool(trace.max_nodes)
-    if trace.dropped.get("duplicate id"):
-        print(f"schedd: skipped {trace.dropped['duplicate id']} repeated job id(s) of {path}",
+    cluster = parse_cluster(args.cluster) if args.cluster else None
+    trace = normalize(raw, max_nodes=max_job_nodes(cluster) if cluster else None,
+                      procs_per_node=args.procs_per_node, lenient=args.lenient)
+    if args.procs_per_node is None and trace.procs_per_node != 1:
+        print(f"schedd: {os.path.basename(path)}'s header gives MaxNodes "
+              f"{raw.header.max_nodes} and MaxProcs {raw.header.max_procs}: reading its "
+              f"processor counts at {trace.procs_per_node} per node (--procs-per-node "
+              f"{trace.procs_per_node}; --procs-per-node 1 reads them as nodes)",
               file=sys.stderr)
+    if cluster is None:
+        cluster = NodePool(trace.max_nodes)
+    trace = select(trace, start=args.start, until=args.until, limit=args.limit)
+    dropped = drop_line(trace, path)
+    unwanted = drop_line(trace, path, selected=False)  # --strict: not what was asked for
+    if unwanted and args.strict:
+        raise TraceError(f"{unwanted} (--strict)")
+    if dropped:
+        print(f"schedd: warning: {dropped}", file=sys.stderr)
     policy = make_policy(args.policy, args.opt, cluster)
     engine_options = engine_options_from(args, policy)
+    out = _writable_dir(args.out)
     progress, close = _progress_bar(len(trace), args.no_progress)
     try:
         run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
@@ -325,10 +354,45 @@ def _simulate(args: argparse.Namespace) -> int:
     finally:
         close()
     description = describe_run(path, trace, cluster, policy, args.seed, engine_options)
-    summary = write_outputs(args.out, trace, run, description, args.timeseries_step)
-    print(format_summary(summary))
-    print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json, segments.csv, timeseries.csv")
+    summary = write_outputs(out, trace, run, description, args.timeseries_step)
+    if args.json:
+        print(json.dumps(summary, indent=2, allow_nan=False))
+        return 0
+    if args.verbose:
+        print(format_summary(summary))
+    elif not args.quiet:
+        print(format_brief(summary))
+    if not args.quiet:
+        print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json, segments.csv, "
+              "timeseries.csv")
     return 0
+
+
+class OutputError(Exception):
+    """An output path that cannot be written (one sentence)."""
+
+
+def _writable_dir(path: str) -> str:
+    """`path`, created if needed; OutputError naming it if it cannot be written to."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, ".schedd-write-test")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as err:
+        raise OutputError(f"cannot write to the output directory {path} "
+                          f"({err.strerror or err})") from None
+    return path
+
+
+def _writable_file(path: str) -> str:
+    """`path`'s directory exists and takes files; OutputError naming it otherwise."""
+    parent = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise OutputError(f"cannot write {path}: it is a directory")
+    _writable_dir(parent)
+    return path
 
 
 def _progress_bar(total: int, disabled: bool) -> tuple[Any, Any]:

@@ -175,6 +175,9 @@ def write_results(out_dir: str | os.PathLike, trace: NormalizedTrace,
     write_jobs_swf(out / "jobs.swf", trace, results, header)
     write_jobs_csv(out / "jobs.csv", results)
     summary = dict(summary)
+    # "failures" counts jobs hit; the engine also counts failures of idle nodes: both go
+    # in the summary (and both tables print them) so that nothing disagrees.
+    summary["node_failures"] = int(engine_stats.get("failures", 0))
     summary["run"] = description
     summary["engine"] = engine_stats
     summary["policy_stats"] = policy_stats or {}
@@ -197,6 +200,7 @@ def describe_run(trace_path: str, trace: NormalizedTrace, cluster: Cluster, poli
         "trace": os.path.basename(trace_path),
         "kept_jobs": len(trace),
         "dropped": dict(trace.dropped),
+        "procs_per_node": trace.procs_per_node,
         "cluster": cluster.name,
         "total_nodes": cluster.total_nodes,
         "policy": policy.name,
@@ -204,3 +208,47 @@ def describe_run(trace_path: str, trace: NormalizedTrace, cluster: Cluster, poli
         "seed": seed,
         "engine_options": eo,
     }
+
+
+def _num(value: Any, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def format_brief(summary: dict[str, Any]) -> str:
+    """The short summary `schedd simulate` prints by default (about 15 lines): every
+    figure is a key of summary.json (`--verbose` prints the full table)."""
+    run = summary.get("run", {})
+    stats = summary["stats"]["all"]
+
+    def dist(metric: str, digits: int) -> str:
+        s = stats.get(metric) or {}
+        return (f"mean {_num(s.get('mean'), digits)}, p50 {_num(s.get('p50'), digits)}, "
+                f"p95 {_num(s.get('p95'), digits)}")
+
+    dropped = sum(run.get("dropped", {}).values())
+    lines = [
+        ("run", f"{run.get('policy', '?')} on {run.get('cluster', '?')} "
+                f"({summary['total_nodes']:,} nodes), trace {run.get('trace', '?')}"),
+        ("jobs", f"{summary['jobs']:,} simulated, {summary['started']:,} started"
+                 + (f"; {dropped:,} not simulated (see summary.json run.dropped)"
+                    if dropped else "")),
+        ("makespan", f"{_num(summary['makespan_s'])} s"),
+        ("utilisation", f"{summary['utilization']:.3f} (productive "
+                        f"{summary['productive_utilization']:.3f})"),
+        ("wait (s)", dist("wait_s", 0)),
+        ("response (s)", dist("response_s", 0)),
+        ("slowdown", dist("slowdown", 2)),
+        ("bounded slowdown", dist("bounded_slowdown", 2)),
+        ("preemptions", f"{summary['preemptions']:,} (ratio "
+                        f"{summary['preemption_ratio']:.3f}), checkpoints "
+                        f"{summary['checkpoints']:,}"),
+        ("failures", f"{summary.get('node_failures', 0):,} node failures, "
+                     f"{summary['failures']:,} job failures, lost "
+                     f"{_num(summary['lost_node_h'], 1)} node-hours"),
+        ("final states", ", ".join(f"{k} {v:,}" for k, v in summary["final_states"].items()
+                                   if v) or "none"),
+    ]
+    width = max(len(k) for k, _ in lines)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in lines)

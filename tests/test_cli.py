@@ -23,8 +23,8 @@ def schedd(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 def test_simulate_bundled_sample_writes_outputs(tmp_path):
     out = tmp_path / "run"
     proc = schedd("simulate", "--policy", "easy", "--out", str(out))
-    assert "mean_wait_s" in proc.stdout and "utilization" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
+    assert f"wait (s)          mean {summary['mean_wait_s']:,.0f}, p50 " in proc.stdout
     for key in REQUIRED_KEYS:
         assert key in summary
     assert summary["jobs"] == 1000 and summary["run"]["cluster"] == "nodes:256"
@@ -54,7 +54,8 @@ def test_bad_trace_line_names_file_and_line(tmp_path):
     assert proc.returncode == 2
     assert f"{trace}:3:" in proc.stderr and "Traceback" not in proc.stderr
     lenient = schedd("simulate", "--trace", str(trace), "--lenient", "--out", str(tmp_path / "o"))
-    assert "skipped 1 malformed line" in lenient.stderr
+    assert "1 of 2 jobs of bad.swf not simulated: 1 on malformed lines (--lenient)" \
+        in lenient.stderr
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["jobs"] == 1
 
 
@@ -83,7 +84,7 @@ def test_validate_mode_on_blue_gene_with_preemption_free_policy(tmp_path, shared
     proc = schedd("simulate", "--trace", str(shared_traces / "mira_2014-12_wk1_cobalt2swf.swf"),
                   "--cluster", "mira-blocks", "--policy", "easy", "--validate",
                   "--out", str(tmp_path / "o"))
-    assert "utilization" in proc.stdout
+    assert "utilisation" in proc.stdout
 
 
 def test_duplicate_job_id_names_the_line(tmp_path):
@@ -94,7 +95,7 @@ def test_duplicate_job_id_names_the_line(tmp_path):
     assert proc.returncode == 2
     assert f"{trace}:3: expected a new job id, found job 1 submitted a second time" in proc.stderr
     lenient = schedd("simulate", "--trace", str(trace), "--lenient", "--out", str(tmp_path / "o"))
-    assert "skipped 1 repeated job id" in lenient.stderr
+    assert "1 of 2 jobs of dup.swf not simulated: 1 repeating a job id" in lenient.stderr
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative", "fcfs"])
@@ -128,3 +129,99 @@ def test_daly_mtbf_and_restart_read_flags_reach_the_engine_options():
     assert both.checkpoint.daly_mtbf == 50 * 3600 and both.mtbf_s == 20 * 3600
     assert not both.checkpoint.restart_read
     assert schedd("simulate", "--out", "x", "--daly-mtbf", "0", check=False).returncode == 2
+
+
+def _pwa_trace(path, header: str, procs: list[int]):
+    path.write_text(header + "".join(
+        f"{i} {10 * i} -1 100 {p} -1 -1 {p} 200 -1 1 1 1 -1 0 -1 -1 -1\n"
+        for i, p in enumerate(procs, start=1)))
+    return path
+
+
+def test_processor_header_gives_procs_per_node_in_one_line(tmp_path):
+    """A PWA header with MaxNodes 4 and MaxProcs 64 (fields 5/8 count processors, like
+    CEA Curie's 5,544 / 93,312): 16 processors per node, said once; nothing dropped."""
+    trace = _pwa_trace(tmp_path / "curie.swf", "; MaxNodes: 4\n; MaxProcs: 64\n",
+                       [64, 17, 16, 1, 48])
+    proc = schedd("simulate", "--trace", str(trace), "--out", str(tmp_path / "o"))
+    said = [ln for ln in proc.stderr.splitlines() if "per node" in ln]
+    assert said == ["schedd: curie.swf's header gives MaxNodes 4 and MaxProcs 64: reading "
+                    "its processor counts at 16 per node (--procs-per-node 16; "
+                    "--procs-per-node 1 reads them as nodes)"]
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["jobs"] == 5 and summary["total_nodes"] == 4
+    assert summary["run"]["procs_per_node"] == 16
+    nodes = [int(ln.split()[4]) for ln in (tmp_path / "o" / "jobs.swf").read_text()
+             .splitlines() if not ln.startswith(";")]
+    assert nodes == [4, 2, 1, 1, 3]
+    # the old reading stays an option: processors as nodes, larger jobs dropped and said
+    as_nodes = schedd("simulate", "--trace", str(trace), "--procs-per-node", "1",
+                      "--out", str(tmp_path / "p"))
+    assert "per node" not in as_nodes.stderr
+    assert "schedd: warning: 4 of 5 jobs of curie.swf not simulated: 4 larger than the " \
+        "machine (4 nodes)" in as_nodes.stderr
+
+
+def test_every_job_not_simulated_is_counted_warned_and_strict_refuses(tmp_path):
+    trace = tmp_path / "t.swf"
+    good = "{} {} -1 {} {} -1 -1 {} 200 -1 1 1 1 -1 0 -1 -1 -1\n"
+    trace.write_text("; MaxNodes: 8\n" + good.format(1, 0, 100, 2, 2)
+                     + good.format(2, 10, 100, 50, 50)  # larger than nodes:4
+                     + good.format(3, 20, 0, 1, 1)  # runtime 0
+                     + "4 30 x\n"  # malformed
+                     + good.format(5, 40, 100, 4, 4) + good.format(6, 900, 100, 1, 1))
+    proc = schedd("simulate", "--trace", str(trace), "--cluster", "nodes:4", "--lenient",
+                  "--until", "500", "--out", str(tmp_path / "o"))
+    warnings = [ln for ln in proc.stderr.splitlines() if "warning" in ln]
+    assert warnings == ["schedd: warning: 4 of 6 jobs of t.swf not simulated: 1 with runtime "
+                        "<= 0, 1 larger than the machine (4 nodes), 1 on malformed lines "
+                        "(--lenient), 1 outside --from/--until"]
+    dropped = json.loads((tmp_path / "o" / "summary.json").read_text())["run"]["dropped"]
+    assert dropped == {"runtime<=0": 1, "nodes<1": 0, "nodes>max": 1, "duplicate id": 0,
+                       "malformed": 1, "outside window": 1, "after limit": 0}
+    strict = schedd("simulate", "--trace", str(trace), "--cluster", "nodes:4", "--lenient",
+                    "--strict", "--out", str(tmp_path / "s"), check=False)
+    assert strict.returncode == 2 and "Traceback" not in strict.stderr
+    assert strict.stderr == ("schedd: error: 3 of 6 jobs of t.swf not simulated: 1 with "
+                             "runtime <= 0, 1 larger than the machine (4 nodes), 1 on "
+                             "malformed lines (--lenient) (--strict)\n")
+    assert not (tmp_path / "s").exists()
+
+
+def test_summary_and_table_count_node_failures_as_summary_json_does(tmp_path):
+    """Failures of idle nodes hit no job: "failures" (jobs hit) stays 0, node_failures
+    counts them, and both printed summaries say the same as summary.json."""
+    trace = _pwa_trace(tmp_path / "idle.swf", "; MaxNodes: 64\n", [1, 1, 1])
+    args = ("simulate", "--trace", str(trace), "--mtbf", "0.01", "--seed", "3")
+    brief = schedd(*args, "--out", str(tmp_path / "o"))
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["node_failures"] == summary["engine"]["failures"] > 0
+    assert (f"failures          {summary['node_failures']:,} node failures, "
+            f"{summary['failures']:,} job failures") in brief.stdout
+    full = schedd(*args, "--verbose", "--out", str(tmp_path / "v"))
+    row = [ln.split() for ln in full.stdout.splitlines()
+           if ln.split()[:1] == ["node_failures"]]
+    assert row == [["node_failures", str(summary["node_failures"])]]
+
+
+def test_summary_is_short_by_default_full_verbose_none_quiet_json_on_stdout(tmp_path):
+    brief = schedd("simulate", "--out", str(tmp_path / "a")).stdout.splitlines()
+    assert 10 <= len(brief) <= 16 and brief[-1].startswith("wrote ")
+    keys = [ln.split("  ")[0] for ln in brief[:-1]]
+    assert keys == ["run", "jobs", "makespan", "utilisation", "wait (s)", "response (s)",
+                    "slowdown", "bounded slowdown", "preemptions", "failures", "final states"]
+    verbose = schedd("simulate", "--verbose", "--out", str(tmp_path / "b")).stdout
+    assert "per-job metrics" in verbose and len(verbose.splitlines()) > 60
+    assert schedd("simulate", "--quiet", "--out", str(tmp_path / "c")).stdout == ""
+    printed = json.loads(schedd("simulate", "--json", "--out", str(tmp_path / "d")).stdout)
+    assert printed == json.loads((tmp_path / "d" / "summary.json").read_text())
+    both = schedd("simulate", "--json", "--quiet", "--out", str(tmp_path / "e"), check=False)
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+@pytest.mark.parametrize("out", ["/proc/x", "/proc/version/y"])
+def test_unwritable_output_directory_is_one_line(out):
+    proc = schedd("simulate", "--out", out, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"schedd: error: cannot write to the output directory {out}")
+    assert len(proc.stderr.strip().splitlines()) == 1

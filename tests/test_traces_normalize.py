@@ -49,14 +49,16 @@ def test_dropped_reasons_and_counts(tmp_path):
         row(7, procs=1, req_procs=9),  # field 8 wins over field 5
         row(8, procs=8),
     )
-    assert nt.dropped == {"runtime<=0": 3, "nodes<1": 2, "nodes>max": 2, "duplicate id": 0}
+    assert nt.dropped == {"runtime<=0": 3, "nodes<1": 2, "nodes>max": 2, "duplicate id": 0,
+                          "malformed": 0}
     assert list(nt.columns["job_id"]) == [8]
     assert len(nt) == 1
 
 
 def test_nothing_dropped_still_lists_every_reason(tmp_path):
     nt = _norm(tmp_path, "; MaxNodes: 8", row(1))
-    assert nt.dropped == {"runtime<=0": 0, "nodes<1": 0, "nodes>max": 0, "duplicate id": 0}
+    assert nt.dropped == {"runtime<=0": 0, "nodes<1": 0, "nodes>max": 0, "duplicate id": 0,
+                          "malformed": 0}
 
 
 def test_queue_order_is_submit_then_job_id(tmp_path):
@@ -205,3 +207,29 @@ def test_trace_built_in_memory_with_only_swf_columns():
     assert list(nt.columns["job_id"]) == [1, 3]
     assert nt.dropped["nodes>max"] == 1
     assert [s.job_class for s in nt.specs()] == [JobClass.BATCH] * 2
+
+
+@pytest.mark.parametrize("header, k", [
+    (["; MaxNodes: 5544", "; MaxProcs: 93312"], 16),  # CEA Curie: 16.8 -> 16 per node
+    (["; MaxNodes: 4360", "; MaxProcs: 4360"], 1),  # Theta: fields count nodes
+    (["; MaxProcs: 320"], 1),  # only one figure: nothing to divide
+    (["; MaxNodes: 100", "; MaxProcs: 150"], 1),  # less than two per node: as nodes
+])
+def test_procs_per_node_defaults_to_the_header_ratio(tmp_path, header, k):
+    nt = _norm(tmp_path, *header, row(1, procs=33))
+    assert nt.procs_per_node == k
+    assert list(nt.columns["nodes"]) == [-(-33 // k)]
+    assert _norm(tmp_path, *header, row(1, procs=33), procs_per_node=1).procs_per_node == 1
+
+
+def test_select_keeps_a_window_then_a_limit_and_counts_the_rest(tmp_path):
+    from schedd.traces.normalize import drop_line, select
+
+    nt = _norm(tmp_path, "; MaxNodes: 8", *(row(i, submit=10 * i) for i in range(1, 11)))
+    part = select(nt, start=20, until=80, limit=4)
+    assert list(part.columns["job_id"]) == [2, 3, 4, 5]
+    assert part.dropped["outside window"] == 4 and part.dropped["after limit"] == 2
+    assert drop_line(part, "/x/t.swf") == ("6 of 10 jobs of t.swf not simulated: 4 outside "
+                                           "--from/--until, 2 after --limit")
+    assert drop_line(part, "t.swf", selected=False) is None
+    assert select(nt) is nt

@@ -552,7 +552,14 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             policy_options=self.policy_options, seed=self.seed, pending=pending,
             finished=finished, counters=counters, max_job_nodes=self.max_job_nodes,
             engine_options=self.engine_options, cluster=self.engine.cluster.name,
-            policy_spec=self.policy_spec)
+            policy_spec=self.policy_spec, next_job_id=self._next_free_id())
+
+    def _next_free_id(self) -> int:
+        """The id _claim_id would give a job submitted without one (not claimed here)."""
+        n = self.next_id
+        while n in self.known_ids:
+            n += 1
+        return n
 
     def engine_stats(self) -> dict[str, float]:
         return dict(self.engine.stats)  # plain ints, written by the engine thread only
@@ -633,16 +640,23 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     # ------------------------------------------------------------------ conversion
     def _job_pb(self, rec: JobRecord) -> pb.Job:
-        return pb.Job(
+        job = pb.Job(
             job_id=rec.job_id, state=PB_OF_STATE[rec.state],
-            job_class=PB_OF_LETTER[rec.job_class], nodes=rec.nodes, min_nodes=rec.min_nodes,
+            job_class=PB_OF_LETTER[rec.job_class], nodes=rec.nodes,
             alloc_nodes=rec.alloc_nodes, walltime=rec.walltime, submit_time=rec.submit,
-            first_start=rec.first_start, last_start=rec.last_start,
-            predicted_end=rec.predicted_end, end_time=rec.end_time,
             preemptions=rec.preemptions, user=rec.user, project=rec.project, queue=rec.queue,
-            owner=rec.owner, block=rec.block, requested_start=rec.requested_start,
+            owner=rec.owner, block=rec.block,
             wait=rec.wait(self.host.engine_time), executed=rec.executed,
             checkpoints=rec.checkpoints)
+        # Optional fields stay absent (not -1) when the record has no value yet.
+        if rec.min_nodes > 0:
+            job.min_nodes = rec.min_nodes
+        for name, value in (("first_start", rec.first_start), ("last_start", rec.last_start),
+                            ("predicted_end", rec.predicted_end), ("end_time", rec.end_time),
+                            ("requested_start", rec.requested_start)):
+            if value >= 0:
+                setattr(job, name, value)
+        return job
 
 
 def request_key(request_id: str) -> str:

@@ -3,12 +3,18 @@
 A record is kept iff runtime > 0 and 1 <= nodes <= N, where nodes = requested processors
 (field 8) if > 0 else allocated processors (field 5), divided by procs_per_node rounding up.
 walltime = requested time (field 9) if > 0 else the runtime. Queue order is (submit, job id).
+
+procs_per_node defaults to what the header implies: MaxProcs // MaxNodes when the header
+gives both and MaxProcs is at least twice MaxNodes (a Parallel Workloads Archive machine
+whose fields 5 and 8 count processors), else 1. Every job not kept is counted by reason in
+`dropped`; `drop_line` says them in one sentence.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,6 +30,11 @@ from schedd.traces.swf import (
 )
 
 DROP_REASONS = ("runtime<=0", "nodes<1", "nodes>max")
+# Reasons in words, for the one-line warning (the keys stay as summary.json has them).
+_REASON_TEXT = {"runtime<=0": "with runtime <= 0", "nodes<1": "asking for no processor",
+                "nodes>max": "larger than the machine", "duplicate id": "repeating a job id",
+                "malformed": "on malformed lines (--lenient)",
+                "outside window": "outside --from/--until", "after limit": "after --limit"}
 _SPEC_BLOCK = 4096  # rows converted to Python objects at a time by specs()
 _SPEC_COLUMNS = (
     "job_id",
@@ -58,6 +69,7 @@ class NormalizedTrace:
     columns: dict[str, np.ndarray]
     dropped: dict[str, int]  # reason -> count; every reason of DROP_REASONS is present
     eccs: list[EccCommand]  # of kept jobs only, sorted by (time, job_id, line)
+    procs_per_node: int = 1  # K that turned the trace's processors into nodes
 
     def __len__(self) -> int:
         return len(self.columns["job_id"])
@@ -132,15 +144,27 @@ def _spec(
     )
 
 
+def header_procs_per_node(header: TraceHeader) -> int | None:
+    """MaxProcs // MaxNodes when the header gives both and MaxProcs is at least twice
+    MaxNodes (fields 5 and 8 then count processors, not nodes), else None."""
+    if header.max_nodes is None or header.max_procs is None:
+        return None
+    k = header.max_procs // header.max_nodes
+    return k if k >= 2 else None
+
+
 def normalize(
-    trace: Trace, *, max_nodes: int | None = None, procs_per_node: int = 1,
+    trace: Trace, *, max_nodes: int | None = None, procs_per_node: int | None = None,
     lenient: bool = False,
 ) -> NormalizedTrace:
     """Apply the README's keep/drop rules and sort into queue order.
 
-    Two kept jobs with the same id are an error naming the second one's line (the engine
-    tracks jobs by id); with `lenient` the first submission is kept and the others are
-    counted under "duplicate id"."""
+    procs_per_node None: the header's (header_procs_per_node), else 1. Two kept jobs with
+    the same id are an error naming the second one's line (the engine tracks jobs by id);
+    with `lenient` the first submission is kept and the others are counted under
+    "duplicate id". Lines the reader skipped (--lenient) are counted under "malformed"."""
+    if procs_per_node is None:
+        procs_per_node = header_procs_per_node(trace.header) or 1
     if procs_per_node < 1:
         raise ValueError(f"procs_per_node must be >= 1, got {procs_per_node}")
     if max_nodes is not None and max_nodes < 1:
@@ -149,6 +173,9 @@ def normalize(
     cols = {name: _column(trace, name, n) for name in COLUMN_NAMES}
     nodes = job_nodes(cols["req_procs"], cols["procs"], procs_per_node)
     limit = machine_nodes(trace.header, nodes, max_nodes, procs_per_node)
+    if limit < 1:  # nothing to size the machine by: say which file, not "0 nodes"
+        raise TraceError.at(trace.path, None, "expected a job line or a MaxNodes header to "
+                            "size the machine, found neither")
     reasons = _drop_reasons(cols["runtime"], nodes, limit)
     kept = np.flatnonzero(reasons < 0)
     kept, duplicates = _unique_ids(trace, cols["job_id"], kept, lenient)
@@ -166,9 +193,58 @@ def normalize(
         max_nodes=limit,
         columns=out,
         dropped={r: int(c) for r, c in zip(DROP_REASONS, counts, strict=True)}
-        | {"duplicate id": duplicates},
+        | {"duplicate id": duplicates, "malformed": int(trace.skipped)},
         eccs=_kept_eccs(trace.eccs, out["job_id"]),
+        procs_per_node=procs_per_node,
     )
+
+
+def select(trace: NormalizedTrace, *, start: float | None = None, until: float | None = None,
+           limit: int | None = None) -> NormalizedTrace:
+    """The jobs submitted in [start, until) (trace time), then the first `limit` of them;
+    the others are counted under "outside window" and "after limit"."""
+    submit = trace.columns["submit"]
+    keep = np.ones(len(trace), dtype=bool)
+    if start is not None:
+        keep &= submit >= start
+    if until is not None:
+        keep &= submit < until
+    outside = int(len(trace) - np.count_nonzero(keep))
+    rows = np.flatnonzero(keep)
+    after = 0
+    if limit is not None and len(rows) > limit:
+        after = len(rows) - limit
+        rows = rows[:limit]
+    if outside == 0 and after == 0:
+        return trace
+    cols = {name: _take(col, rows) for name, col in trace.columns.items()}
+    dropped = dict(trace.dropped)
+    dropped["outside window"] = dropped.get("outside window", 0) + outside
+    dropped["after limit"] = dropped.get("after limit", 0) + after
+    return replace(trace, columns=cols, dropped=dropped,
+                   eccs=_kept_eccs(trace.eccs, cols["job_id"]))
+
+
+def dropped_count(trace: NormalizedTrace) -> int:
+    return sum(trace.dropped.values())
+
+
+SELECTED = ("outside window", "after limit")  # not kept because the user asked so
+
+
+def drop_line(trace: NormalizedTrace, path: str, *, selected: bool = True) -> str | None:
+    """One sentence counting every job not kept, by reason; None if all were kept.
+    selected=False leaves out the jobs a window or limit left out on purpose."""
+    reasons = {r: n for r, n in trace.dropped.items()
+               if n and (selected or r not in SELECTED)}
+    if not reasons:
+        return None
+    parts = [f"{n:,} {_REASON_TEXT.get(r, r)}"
+             + (f" ({trace.max_nodes:,} nodes)" if r == "nodes>max" else "")
+             for r, n in reasons.items()]
+    total = dropped_count(trace)
+    return (f"{sum(reasons.values()):,} of {total + len(trace):,} jobs of "
+            f"{os.path.basename(path)} not simulated: {', '.join(parts)}")
 
 
 def _unique_ids(trace: Trace, ids: np.ndarray, kept: np.ndarray, lenient: bool

@@ -329,7 +329,7 @@ class Partition(_message.Message):
     def __init__(self, block: _Optional[str] = ..., nodes: _Optional[int] = ..., job_id: _Optional[int] = ...) -> None: ...
 
 class ClusterInfo(_message.Message):
-    __slots__ = ("name", "total_nodes", "free_nodes", "busy_nodes", "down_nodes", "reserved_nodes", "utilisation", "partitions", "queue_by_class", "running_by_class", "clock", "policy", "policy_options", "seed", "pending", "finished", "counters", "max_job_nodes", "engine_options", "cluster", "policy_spec")
+    __slots__ = ("name", "total_nodes", "free_nodes", "busy_nodes", "down_nodes", "reserved_nodes", "utilisation", "partitions", "queue_by_class", "running_by_class", "clock", "policy", "policy_options", "seed", "pending", "finished", "counters", "max_job_nodes", "engine_options", "cluster", "policy_spec", "next_job_id")
     class PolicyOptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -365,6 +365,7 @@ class ClusterInfo(_message.Message):
     ENGINE_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     POLICY_SPEC_FIELD_NUMBER: _ClassVar[int]
+    NEXT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     total_nodes: int
     free_nodes: int
@@ -386,7 +387,8 @@ class ClusterInfo(_message.Message):
     engine_options: str
     cluster: str
     policy_spec: str
-    def __init__(self, name: _Optional[str] = ..., total_nodes: _Optional[int] = ..., free_nodes: _Optional[int] = ..., busy_nodes: _Optional[int] = ..., down_nodes: _Optional[int] = ..., reserved_nodes: _Optional[int] = ..., utilisation: _Optional[float] = ..., partitions: _Optional[_Iterable[_Union[Partition, _Mapping]]] = ..., queue_by_class: _Optional[_Iterable[_Union[ClassCount, _Mapping]]] = ..., running_by_class: _Optional[_Iterable[_Union[ClassCount, _Mapping]]] = ..., clock: _Optional[_Union[Clock, _Mapping]] = ..., policy: _Optional[str] = ..., policy_options: _Optional[_Mapping[str, str]] = ..., seed: _Optional[int] = ..., pending: _Optional[int] = ..., finished: _Optional[int] = ..., counters: _Optional[_Mapping[str, float]] = ..., max_job_nodes: _Optional[int] = ..., engine_options: _Optional[str] = ..., cluster: _Optional[str] = ..., policy_spec: _Optional[str] = ...) -> None: ...
+    next_job_id: int
+    def __init__(self, name: _Optional[str] = ..., total_nodes: _Optional[int] = ..., free_nodes: _Optional[int] = ..., busy_nodes: _Optional[int] = ..., down_nodes: _Optional[int] = ..., reserved_nodes: _Optional[int] = ..., utilisation: _Optional[float] = ..., partitions: _Optional[_Iterable[_Union[Partition, _Mapping]]] = ..., queue_by_class: _Optional[_Iterable[_Union[ClassCount, _Mapping]]] = ..., running_by_class: _Optional[_Iterable[_Union[ClassCount, _Mapping]]] = ..., clock: _Optional[_Union[Clock, _Mapping]] = ..., policy: _Optional[str] = ..., policy_options: _Optional[_Mapping[str, str]] = ..., seed: _Optional[int] = ..., pending: _Optional[int] = ..., finished: _Optional[int] = ..., counters: _Optional[_Mapping[str, float]] = ..., max_job_nodes: _Optional[int] = ..., engine_options: _Optional[str] = ..., cluster: _Optional[str] = ..., policy_spec: _Optional[str] = ..., next_job_id: _Optional[int] = ...) -> None: ...
 
 class GetResultsRequest(_message.Message):
     __slots__ = ()
