@@ -268,7 +268,7 @@ def test_error_ecc_negative_amount(tmp_path):
     msg = _error(tmp_path, row(1, tail=ext()), ecc(1, 5, "RT", -5))
     assert msg == (
         "bad.swf:2: expected a non-negative number of seconds in field 21 "
-        "for this RT command, found '-5'"
+        "for this RT command (a number in [0, 1e+09] s), found '-5'"
     )
 
 
@@ -276,7 +276,7 @@ def test_error_ecc_fractional_processors(tmp_path):
     msg = _error(tmp_path, row(1, tail=ext()), ecc(1, 5, "EP", 1.5))
     assert msg == (
         "bad.swf:2: expected a non-negative whole number of processors in field 21 "
-        "for this EP command, found '1.5'"
+        "for this EP command (a whole number in [0, 10000000]), found '1.5'"
     )
 
 
@@ -402,10 +402,11 @@ def test_write_uses_31_fields_if_any_job_uses_one(tmp_path):
 
 
 def test_write_numbers(tmp_path):
-    first = read_trace(write(tmp_path / "a.swf", row(1, 1e20, 0.1, 2), row(2, 3.0, 2.5e-7, 2)))
+    first = read_trace(write(tmp_path / "a.swf", row(1, 1e9, 0.1, 2), row(2, 3.0, 2.5e-7, 2)))
+    first.columns["mem"][0] = 1e20  # memory has no range limit (schedd/limits.py)
     write_trace(tmp_path / "b.swf", first)
     fields = _fields(tmp_path / "b.swf")
-    assert fields[0][:5] == ["1", "1e+20", "-1", "0.1", "2"]  # beyond 2**53: exponent form
+    assert fields[0][:7] == ["1", "1000000000", "-1", "0.1", "2", "-1", "1e+20"]  # beyond 2**53
     assert fields[1][:5] == ["2", "3", "-1", "2.5e-07", "2"]
 
 

@@ -94,7 +94,8 @@ def test_machine_size_falls_back_to_maxprocs_then_largest_job(tmp_path):
     assert _norm(tmp_path, "; MaxProcs: 12", row(1, procs=13)).max_nodes == 12
     nt = _norm(tmp_path, row(1, procs=3), row(2, procs=7, runtime=0))
     assert nt.max_nodes == 7  # every job line counts, kept or not
-    assert _norm(tmp_path).max_nodes == 0
+    with pytest.raises(TraceError, match=r"t\.swf: expected a job line or a MaxNodes"):
+        _norm(tmp_path)  # nothing to size the machine by: an error naming the file
 
 
 def test_procs_per_node_rounds_up(tmp_path):

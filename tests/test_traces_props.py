@@ -35,6 +35,18 @@ floats = st.one_of(
 )
 
 
+FIELD_OF = {c.name: c.field for c in swf_module.COLUMNS}
+
+
+def within(limit) -> st.SearchStrategy:
+    """Values the reader accepts for a range-checked field (schedd/limits.py)."""
+    if limit.integer:
+        inner = st.integers(int(limit.low) + limit.low_open, int(limit.high)).map(float)
+    else:
+        inner = st.floats(limit.low, limit.high, exclude_min=limit.low_open)
+    return st.one_of(*(st.just(a) for a in limit.absent), inner)
+
+
 @st.composite
 def traces(draw) -> Trace:
     n = draw(st.integers(0, 12))
@@ -47,6 +59,9 @@ def traces(draw) -> Trace:
             values = draw(st.lists(st.sampled_from("BROMD"), min_size=n, max_size=n))
         elif name == "checkpointable":
             values = draw(st.lists(st.sampled_from([-1, 0, 1]), min_size=n, max_size=n))
+        elif FIELD_OF[name] in swf_module._FIELD_LIMITS:
+            limited = within(swf_module._FIELD_LIMITS[FIELD_OF[name]])
+            values = draw(st.lists(limited, min_size=n, max_size=n))
         elif name in INT_COLUMNS:
             values = draw(st.lists(ints, min_size=n, max_size=n))
         else:
@@ -60,7 +75,8 @@ def traces(draw) -> Trace:
             kind = draw(st.sampled_from(["ET", "RT", "EP", "RP"]))
             whole = kind in ("EP", "RP")
             amount = draw(st.integers(0, 10**6).map(float) if whole else st.floats(0, 1e9))
-            eccs.append(EccCommand(draw(st.sampled_from(ids)), draw(floats), kind, amount, 0))
+            when = draw(within(swf_module._FIELD_LIMITS[FIELD_OF["submit"]]))
+            eccs.append(EccCommand(draw(st.sampled_from(ids)), when, kind, amount, 0))
     lines = draw(st.lists(st.sampled_from(["; Version: 2", "; MaxNodes: 128", ";", "; x: y"])))
     header = swf_module.parse_header(lines)
     return Trace(path="<memory>", header=header, columns=cols, eccs=eccs)

@@ -13,6 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .. import limits
+
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
 
@@ -27,9 +29,42 @@ def _host_port(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _limited(name: str, kind: type = float) -> Any:
+    """An argparse type: a number within the shared limits of `name` (schedd/limits.py)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        why = limits.problem(name, value, "the value")
+        if why is not None:
+            raise argparse.ArgumentTypeError(why)
+        return value
+
+    return parse
+
+
+# Engine options (schedd/options.py, shared with `simulate`) -> their row in the table.
+ENGINE_LIMITS = {"ckpt_interval": "ckpt_interval_option", "ckpt_seconds": "ckpt_seconds",
+                 "warning": "warning", "mtbf": "mtbf", "daly_mtbf": "daly_mtbf",
+                 "mttr": "mttr", "app_overhead": "app_overhead", "ecc_max": "ecc_max"}
+
+
+def check_engine_limits(args: argparse.Namespace) -> None:
+    """The engine options within the shared limits, else ConfigError (one sentence)."""
+    for attr, name in ENGINE_LIMITS.items():
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        why = limits.problem(name, value, "--" + attr.replace("_", "-"))
+        if why is not None:
+            raise ConfigError(why)
+
+
 def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
     from ..core.cluster_spec import CLUSTER_FORMS
-    from ..options import _at_least, add_engine_arguments
+    from ..options import add_engine_arguments
 
     p = sub.add_parser(
         "serve",
@@ -52,8 +87,9 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--policy", default="easy", help="policy name (see `schedd policies`)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="policy option, repeatable")
-    p.add_argument("--seed", type=int, default=0, help="seed of the engine's RNG")
-    p.add_argument("--budget", type=_at_least(0, strict=True), default=1.0, metavar="S",
+    p.add_argument("--seed", type=_limited("seed", int), default=0,
+                   help="seed of the engine's RNG")
+    p.add_argument("--budget", type=_limited("budget"), default=1.0, metavar="S",
                    help="wall-clock budget of one policy pass; an overrun is cut off and the "
                    "fallback policy decides (default 1)")
     p.add_argument("--fallback", default="easy", metavar="POLICY",
@@ -62,17 +98,17 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
                    choices=["realtime", "accelerated", "lockstep"],
                    help="realtime: virtual = wall time; accelerated: virtual = K x wall; "
                    "lockstep: virtual time moves only by AdvanceClock (default realtime)")
-    p.add_argument("--speedup", type=_at_least(0, strict=True), default=1.0, metavar="K",
+    p.add_argument("--speedup", type=_limited("speedup"), default=1.0, metavar="K",
                    help="speed-up factor of --clock accelerated (default 1)")
-    p.add_argument("--start-time", type=float, default=0.0, metavar="S",
+    p.add_argument("--start-time", type=_limited("start_time"), default=0.0, metavar="S",
                    help="virtual time at start (default 0; ignored when recovering)")
-    p.add_argument("--tick", type=_at_least(0, strict=True), default=0.5, metavar="S",
+    p.add_argument("--tick", type=_limited("tick"), default=0.5, metavar="S",
                    help="longest wall time between iterations when nothing happens "
                    "(default 0.5)")
     p.add_argument("--state-db", default=":memory:", metavar="PATH",
                    help="SQLite journal; the daemon recovers from it after a crash "
                    "(default :memory:, nothing survives)")
-    p.add_argument("--metrics-port", type=_at_least(0, int), default=9464, metavar="N",
+    p.add_argument("--metrics-port", type=_limited("port", int), default=9464, metavar="N",
                    help="Prometheus /metrics port (default 9464; 0 = off)")
     p.add_argument("--metrics-host", default="127.0.0.1", help="metrics address")
     p.add_argument("--mqtt", type=_host_port, default=None, metavar="HOST:PORT",
@@ -80,7 +116,8 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--agents", default="virtual", choices=["virtual", "external"],
                    help="who answers JIT checkpoint requests: the in-process virtual agent "
                    "after the modelled time (default), or external agents via CheckpointDone")
-    p.add_argument("--checkpoint-timeout", type=_at_least(0), default=600.0, metavar="S",
+    p.add_argument("--checkpoint-timeout", type=_limited("checkpoint_timeout"), default=600.0,
+                   metavar="S",
                    help="external agents: virtual seconds after the modelled checkpoint end "
                    "before a silent job is killed and requeued (default 600; 0 = never)")
     p.add_argument("--tls-cert", metavar="FILE", help="PEM certificate (enables TLS)")

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +57,16 @@ log = structlog.get_logger("schedd.host")
 CLASS_NAMES = {"B": "batch", "R": "realtime", "O": "ondemand", "M": "malleable",
                "D": "dedicated"}
 ITERATION_WALL_CAP = 0.2  # seconds of engine work before the loop gets a turn
+FAILED = ("the scheduling engine failed and the daemon is stopping to restart; retry "
+          "once it serves again")
+
+
+class EngineFailed(Exception):
+    """An exception escaped an engine step or a policy pass: the engine state can no
+    longer be trusted, so the daemon stops (and its supervisor restarts it)."""
+
+    def __init__(self) -> None:
+        super().__init__(FAILED)
 
 
 @dataclass
@@ -111,6 +122,10 @@ class EngineHost:
         # Job-control commands (checkpoint, warning, resize, start, stop) go to these.
         self.command_listeners: list[Callable[[Command], None]] = []
         self.bus_connected: Callable[[], bool] = lambda: False  # set when MQTT is on
+        # Set by the daemon: called once, on the loop, when the engine has failed.
+        self.on_failure: Callable[[BaseException], None] = lambda err: None
+        self.failure: BaseException | None = None
+        self._recent: deque[Stimulus] = deque(maxlen=16)  # for the failure's log line
         engine.outbox = []
         engine.transitions = []
         journal.on_committed = self.accept
@@ -147,9 +162,14 @@ class EngineHost:
             batch, self._pending = self._pending, []
             idle_run = self._run_until_idle
             target = math.inf if idle_run else self.clock.now()
-            out = await loop.run_in_executor(self._executor, self._iterate, batch, target,
-                                             idle_run)
-            self._absorb(out)
+            try:
+                out = await loop.run_in_executor(self._executor, self._iterate, batch,
+                                                 target, idle_run)
+                self._absorb(out)
+            except Exception as err:  # a bug in the engine or the policy: fatal
+                self._fail(err, batch)
+                return
+            self._recent.extend(batch)
             if idle_run and out.caught_up:
                 self._run_until_idle = False
                 if self.clock.lockstep:
@@ -162,6 +182,29 @@ class EngineHost:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
 
+    def _fail(self, err: BaseException, batch: list[Stimulus]) -> None:
+        """Stop driving a broken engine: log which requests were being applied (or, if
+        none, the last ones applied), count it, fail every waiter with UNAVAILABLE."""
+        self.failure = err
+        self.metrics.engine_failures.inc()
+        blamed = batch or list(self._recent)
+        log.error("engine failed", error=f"{type(err).__name__}: {err}",
+                  request_ids=[st.request_id for st in blamed if st.request_id],
+                  stimulus_ids=[st.seq for st in blamed],
+                  job_ids=sorted({st.job_id for st in blamed}),
+                  in_batch=bool(batch), engine_time=self.engine_time,
+                  engine_failures_total=int(self.metrics.registry.get_sample_value(
+                      "schedd_engine_failures_total") or 0),
+                  exc_info=err)
+        for _, done in self._advance_waiters:
+            if not done.done():
+                done.set_exception(EngineFailed())
+        for done in self._idle_waiters:
+            if not done.done():
+                done.set_exception(EngineFailed())
+        self._advance_waiters, self._idle_waiters = [], []
+        self.on_failure(err)
+
     def _sleep_for(self, next_time: float | None) -> float:
         if self.clock.lockstep:
             return math.inf if self.engine_time >= self.clock.now() else 0.0
@@ -170,6 +213,8 @@ class EngineHost:
 
     async def advance(self, to: float | None, until_idle: bool = False) -> None:
         """Move the clock (lockstep: the only way) and wait until the engine is there."""
+        if self.failure is not None:
+            raise EngineFailed()
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         if until_idle:

@@ -14,7 +14,10 @@ from typing import Any
 
 import grpc
 import structlog
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 
+from .. import limits
 from .auth import OPERATOR_ONLY, Principal, TokenStore
 from .metrics import DaemonMetrics
 
@@ -67,6 +70,9 @@ class SchedulerInterceptor(grpc.aio.ServerInterceptor):
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                     f"the request is not a valid {method} message "
                                     f"({request.reason})")
+            why = oversized(request)
+            if why is not None:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, why)
 
         def enter() -> float:
             _principal.set(principal)
@@ -152,6 +158,28 @@ class SchedulerInterceptor(grpc.aio.ServerInterceptor):
                 abort, handler.request_deserializer, handler.response_serializer)
         return grpc.unary_stream_rpc_method_handler(
             abort_stream, handler.request_deserializer, handler.response_serializer)
+
+
+def oversized(message: Message) -> str | None:
+    """The first string field longer than its limit, or repeated filter with too many
+    entries (schedd/limits.py), as one sentence; None if every field is within bounds."""
+    for field, value in message.ListFields():
+        repeated = field.is_repeated
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            for item in value if repeated else (value,):
+                why = oversized(item)
+                if why is not None:
+                    return why
+            continue
+        if repeated and len(value) > limits.MAX_LIST:
+            return (f"{field.name} may list at most {limits.MAX_LIST} entries, got "
+                    f"{len(value)}")
+        if field.type == FieldDescriptor.TYPE_STRING:
+            for text in value if repeated else (value,):
+                why = limits.text_problem(field.name, text)
+                if why is not None:
+                    return why
+    return None
 
 
 class Undecodable:

@@ -149,6 +149,10 @@ class DaemonMetrics:
         self.journal_commit = Histogram(PREFIX + "journal_commit_seconds", "Wall time of one "
                                         "journal commit (a group of stimuli, synced).",
                                         buckets=ITERATION_BUCKETS, registry=r)
+        self.engine_failures = Counter(PREFIX + "engine_failures", "Exceptions that escaped "
+                                       "an engine step or a policy pass; each one stops "
+                                       "the daemon (exit status 3) for a restart.",
+                                       registry=r)
         if snapshot is not None:
             r.register(_StateCollector(snapshot))
             # The usual process_* and python_info series (CPU, memory, start time).

@@ -24,6 +24,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
+from .. import limits
 from ..core.cluster import Cluster
 from ..core.engine import Command, Engine, EngineOptions
 from ..policies import make_policy
@@ -32,6 +33,7 @@ from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .auth import ANONYMOUS_OPERATOR, TokenStore
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
+from .config import ConfigError, check_engine_limits
 from .eventlog import EventLog
 from .host import EngineHost
 from .interceptor import SchedulerInterceptor, _principal
@@ -42,6 +44,7 @@ from .service import Refused, SchedulerService
 
 log = structlog.get_logger("schedd.serve")
 SERVICE_NAME = "schedd.v1.Scheduler"
+EXIT_ENGINE_FAILED = 3  # docs/daemon.md: the engine failed; restart the daemon
 
 
 class StartupError(RuntimeError):
@@ -75,6 +78,10 @@ class Daemon:
         from ..sim import max_job_nodes
 
         self.args = args
+        try:
+            check_engine_limits(args)
+        except ConfigError as err:
+            raise StartupError(str(err)) from None
         self.cluster = parse_cluster(args.cluster)
         self.name = topic_name(self.cluster, args.name)
         external = args.agents == "external"
@@ -126,6 +133,8 @@ class Daemon:
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopped = asyncio.Event()
         self._metrics_server: Any = None
+        self.exit_code = 0  # EXIT_ENGINE_FAILED once the engine has failed
+        self.host.on_failure = self._engine_failed
 
     # ------------------------------------------------------------------ lifecycle
     def _recover(self) -> None:
@@ -143,8 +152,7 @@ class Daemon:
                 f"({', '.join(diff) or 'unknown'} differ); start with the same options or "
                 "give a new --state-db")
         replayed = self.host.recover(rec)
-        self.service.known_ids = set(self.host.records)
-        self.service.next_id = max(self.service.known_ids, default=0) + 1
+        self.service.restore_ids([st for st, _ in rec.stimuli])
         self.service.remember_requests([st for st, _ in rec.stimuli])
         log.info("recovered from the journal", stimuli=replayed,
                  jobs=len(self.host.records), engine_time=self.host.engine_time,
@@ -154,7 +162,15 @@ class Daemon:
         self._recover()
         server = grpc.aio.server(
             interceptors=[SchedulerInterceptor(self.tokens, self.metrics)],
-            options=[("grpc.so_reuseport", 0)])
+            options=[("grpc.so_reuseport", 0),
+                     ("grpc.max_receive_message_length", limits.MAX_MESSAGE_BYTES)])
+        try:
+            await self._start_on(server)
+        except BaseException:
+            await server.stop(None)  # a started server left behind dies noisily at exit
+            raise
+
+    async def _start_on(self, server: grpc.aio.Server) -> None:
         pb_grpc.add_SchedulerServicer_to_server(self.service, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
@@ -221,6 +237,18 @@ class Daemon:
         self.host.command_listeners.append(self._publish_command)
         self._tasks.append(asyncio.create_task(self.bus.run(), name="schedd-mqtt"))
 
+    def _engine_failed(self, err: BaseException) -> None:
+        """The host stopped driving a failed engine (it logged and counted it): stop
+        serving a dead engine and exit non-zero so that the supervisor restarts us."""
+        self.exit_code = EXIT_ENGINE_FAILED
+        self._failing = asyncio.get_running_loop().create_task(self._stop_failed(),
+                                                               name="schedd-failed")
+
+    async def _stop_failed(self) -> None:
+        await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.stop(grace=1.0)
+
     def _publish_command(self, cmd: Command) -> None:
         rec = self.host.records.get(cmd.job_id)
         self.bus.publish_control(cmd.job_id, {
@@ -284,7 +312,7 @@ async def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(daemon.stop()))
     await daemon.wait()
-    return 0
+    return daemon.exit_code
 
 
 def serve_main(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import hashlib
-import math
+import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any, NoReturn
@@ -21,12 +21,13 @@ from typing import Any, NoReturn
 import grpc
 import structlog
 
+from .. import limits
 from ..core.engine import Engine
 from ..core.job import JobClass, JobSpec
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
-from .host import EngineHost
+from .host import EngineFailed, EngineHost
 from .interceptor import current_principal
 from .journal import Journal, JournalError
 from .records import FINAL_STATES, PENDING, JobRecord, Stimulus, spec_body
@@ -49,9 +50,10 @@ PB_OF_STATE = {PENDING: pb.JOB_STATE_PENDING, "queued": pb.JOB_STATE_QUEUED,
 STATE_OF_PB = {v: k for k, v in PB_OF_STATE.items()}
 ECC_OF_PB = {pb.ECC_KIND_ET: "ET", pb.ECC_KIND_RT: "RT", pb.ECC_KIND_EP: "EP",
              pb.ECC_KIND_RP: "RP"}
-MAX_PAGE = 1000
-MAX_JOB_ID = 2**53  # ids travel as exact doubles in GetResults
+MAX_PAGE = limits.MAX_PAGE
+MAX_JOB_ID = limits.MAX_JOB_ID  # ids travel as exact doubles in GetResults
 RESULT_CHUNK = 8192
+PAGE_TOKEN = re.compile(r"[0-9]{1,20}", re.ASCII)  # str.isdigit() also takes "²"
 
 
 class Refused(Exception):
@@ -66,9 +68,11 @@ def _invalid(message: str) -> NoReturn:
     raise Refused(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
-def _finite(name: str, value: float) -> float:
-    if not math.isfinite(value):
-        _invalid(f"{name} must be a finite number, not {value}")
+def _limit(name: str, value: Any, label: str | None = None) -> Any:
+    """`value` if it is within the shared limits of field `name` (schedd/limits.py)."""
+    why = limits.problem(name, value, label)
+    if why is not None:
+        _invalid(why)
     return value
 
 
@@ -87,10 +91,18 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         self.agents = agents
         self.policy_spec = policy_spec
         self.known_ids: set[int] = set(host.records)
-        self.next_id = max(self.known_ids, default=0) + 1
+        self.next_id = 1  # cursor of assigned ids (_claim_id)
         # request_id -> (fingerprint, stimulus seq, response fields)
         self.requests: dict[str, tuple[str, int, dict[str, Any]]] = {}
         self._inflight: dict[str, asyncio.Future[None]] = {}
+
+    def restore_ids(self, stimuli: list[Stimulus]) -> None:
+        """After recovery: ids in use, and the assigned-id cursor past the last id the
+        daemon assigned (journalled as `assigned` in the submission's response)."""
+        self.known_ids = set(self.host.records)
+        assigned = [st.job_id for st in stimuli
+                    if st.kind == "submit" and st.response.get("assigned")]
+        self.next_id = max(assigned, default=0) + 1
 
     def remember_requests(self, stimuli: list[Stimulus]) -> None:
         """After recovery: the journal's request ids answer retries again."""
@@ -165,9 +177,14 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     async def _guard(self, context: grpc.aio.ServicerContext, coro: Any) -> Any:
         try:
+            if self.host.failure is not None:  # stopping: nothing is applied any more
+                coro.close()
+                raise EngineFailed()
             return await coro
         except Refused as err:
             await context.abort(err.code, str(err))
+        except EngineFailed as err:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(err))
         except (grpc.aio.AbortError, asyncio.CancelledError):
             raise
         except Exception:  # the daemon never crashes on input: log it, answer INTERNAL
@@ -185,22 +202,22 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             raise
 
     def _spec_checked(self, r: pb.SubmitJobRequest) -> JobSpec:
+        """Every field within its limits (schedd/limits.py) and the machine's, or
+        INVALID_ARGUMENT naming the first one that is not."""
         if r.job_class not in CLASS_OF_PB:
             _invalid(f"unknown job class {r.job_class}")
         cls = CLASS_OF_PB[r.job_class]
-        if r.nodes < 1:
-            _invalid(f"nodes must be at least 1, got {r.nodes}")
+        if r.job_id:  # 0: the daemon assigns one
+            _limit("job_id", r.job_id)
+        _limit("nodes", r.nodes)
         if self.engine.cluster.alloc_size(r.nodes) is None:
             _invalid(f"{r.nodes} nodes is more than {self.cluster_name} can give one "
                      f"job ({self.max_job_nodes})")
-        walltime = _finite("walltime", r.walltime)
-        if walltime <= 0:
-            _invalid(f"walltime must be positive, got {r.walltime:g}")
-        runtime = _finite("runtime", r.runtime)
-        if runtime < 0:
-            _invalid(f"runtime must not be negative, got {r.runtime:g}")
-        if _finite("setup", r.setup) < 0:
-            _invalid(f"setup must not be negative, got {r.setup:g}")
+        walltime = _limit("walltime", r.walltime)
+        runtime = _limit("runtime", r.runtime)
+        setup = _limit("setup", r.setup)
+        for name in ("user", "project", "queue"):
+            _limit(name, getattr(r, name))
         min_nodes = -1
         if cls is JobClass.MALLEABLE:
             min_nodes = r.min_nodes or r.nodes
@@ -212,44 +229,43 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         now = self._now()
         submit = now
         if r.HasField("submit_time"):
-            submit = max(now, _finite("submit_time", r.submit_time))
+            submit = max(now, _limit("submit_time", r.submit_time))
         requested_start = -1.0
         if r.HasField("requested_start"):
-            requested_start = _finite("requested_start", r.requested_start)
+            requested_start = _limit("requested_start", r.requested_start)
             if requested_start < now:
                 _invalid(f"requested_start {requested_start:g} is in the past (now "
                          f"{now:g})")
         elif cls is JobClass.DEDICATED:
             _invalid("a dedicated job needs a requested_start")
-        if not 0 <= r.job_id <= MAX_JOB_ID:
-            _invalid(f"job_id must be between 1 and {MAX_JOB_ID} (or 0 to get one), got "
-                     f"{r.job_id}")
-        for name in ("ckpt_interval", "ckpt_gb_per_node"):
-            if r.HasField(name) and not _finite(name, getattr(r, name)) > 0:
-                _invalid(f"{name} must be positive")
+        ckpt = {name: _limit(name, getattr(r, name)) if r.HasField(name) else -1.0
+                for name in ("ckpt_interval", "ckpt_gb_per_node")}
         return JobSpec(
             id=r.job_id, submit=submit, runtime=runtime or walltime, nodes=r.nodes,
             walltime=walltime,
             user=r.user, project=r.project,
             job_class=cls, min_nodes=min_nodes, checkpointable=not r.not_checkpointable,
-            ckpt_gb_per_node=r.ckpt_gb_per_node if r.HasField("ckpt_gb_per_node") else -1.0,
-            setup=r.setup, requested_start=requested_start,
+            ckpt_gb_per_node=ckpt["ckpt_gb_per_node"],
+            setup=setup, requested_start=requested_start,
             queue=r.queue,
-            ckpt_interval=r.ckpt_interval if r.HasField("ckpt_interval") else -1.0,
+            ckpt_interval=ckpt["ckpt_interval"],
         )
 
     def _claim_id(self, spec: JobSpec) -> JobSpec:
+        """Explicit ids are the client's (1..MAX_JOB_ID, ALREADY_EXISTS if taken). Assigned
+        ids come from their own cursor, which only moves past ids it hands out or finds
+        taken: a client's huge explicit id never uses up the assigned ones (docs/api.md)."""
         if spec.id == 0:
             while self.next_id in self.known_ids:
                 self.next_id += 1
-            if self.next_id > MAX_JOB_ID:
+            if self.next_id > MAX_JOB_ID:  # only after 2**53 jobs
                 raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
                               "no job id is left to assign; give job_id explicitly")
             spec = _with_id(spec, self.next_id)
+            self.next_id += 1
         elif spec.id in self.known_ids:
             raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"job id {spec.id} is already in use")
         self.known_ids.add(spec.id)
-        self.next_id = max(self.next_id, spec.id + 1)
         return spec
 
     async def SubmitJob(self, request: pb.SubmitJobRequest,
@@ -258,6 +274,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             spec = self._claim_id(self._spec(request))
             structlog.contextvars.bind_contextvars(job_id=spec.id)
             response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
+            if not request.job_id:
+                response["assigned"] = True
             st = Stimulus("submit", spec_body(spec), current_principal().user,
                           request_key(request.request_id), response=response, spec=spec)
             try:
@@ -325,6 +343,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         claimed.append(spec.id)
         seen.add(rid)
         response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
+        if not r.job_id:
+            response["assigned"] = True
         stimuli.append(Stimulus("submit", spec_body(spec), owner, rid, response=response,
                                 spec=spec))
         return spec.id, False
@@ -361,7 +381,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 _invalid(f"page_size must be between 1 and {MAX_PAGE}, got {size}")
             after = 0
             if request.page_token:
-                if not request.page_token.isdigit():
+                if not PAGE_TOKEN.fullmatch(request.page_token):
                     _invalid(f"page_token {request.page_token!r} is not one this daemon gave")
                 after = int(request.page_token)
             bad = [s for s in request.states if s not in STATE_OF_PB]
@@ -409,8 +429,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def notice_body(self, job_id: int, arrival: float, nodes: int, walltime: float,
                     notice_time: float | None, source: str = "rpc") -> dict[str, Any]:
         """Validate an advance notice (RPC and MQTT share this)."""
-        if job_id < 1:
-            _invalid(f"job_id must be positive, got {job_id}")
+        _limit("job_id", job_id)
         if job_id in self.host.records:
             rec = self._owned(job_id)
             if rec.state != PENDING:
@@ -418,13 +437,13 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                               f"job {job_id} has already arrived ({rec.state}); a notice "
                               "comes before the job")
         now = self._now()
-        when = now if notice_time is None else max(now, _finite("notice_time", notice_time))
-        if _finite("expected_arrival", arrival) < when:
+        when = now if notice_time is None else max(now, _limit("notice_time", notice_time))
+        if _limit("expected_arrival", arrival) < when:
             _invalid(f"expected_arrival {arrival:g} is in the past (now {when:g})")
-        if nodes < 1 or self.engine.cluster.alloc_size(nodes) is None:
+        _limit("nodes", nodes)
+        if self.engine.cluster.alloc_size(nodes) is None:
             _invalid(f"nodes must be between 1 and {self.max_job_nodes}, got {nodes}")
-        if not _finite("walltime", walltime) > 0:
-            _invalid(f"walltime must be positive, got {walltime:g}")
+        _limit("walltime", walltime)
         return {"job_id": job_id, "time": when, "est_arrival": arrival, "nodes": nodes,
                 "walltime": walltime, "source": source}
 
@@ -435,11 +454,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             if kind is None:
                 _invalid(f"unknown elastic control command type {request.kind}; expected "
                          "ET, RT, EP or RP")
-            amount = _finite("amount", request.amount)
-            if amount <= 0:
-                _invalid(f"amount must be positive, got {request.amount:g}")
-            if kind in ("EP", "RP") and not amount.is_integer():
-                _invalid(f"{kind} changes nodes: amount must be a whole number, got {amount:g}")
+            amount = _limit("amount_nodes" if kind in ("EP", "RP") else "amount_seconds",
+                            request.amount, f"the amount of {kind}")
             self._live(request.job_id, "apply an elastic control command to")
             policy = self.host.policy
             if not policy.processes_eccs:
@@ -447,7 +463,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                               f"policy {policy.name} has no ECC processor, so it does not "
                               "apply elastic control commands (run its -e variant)")
             now = self._now()
-            when = max(now, _finite("time", request.time)) if request.HasField("time") else now
+            when = max(now, _limit("time", request.time)) if request.HasField("time") else now
             st = Stimulus("ecc", {"job_id": request.job_id, "time": when, "kind": kind,
                                   "amount": amount},
                           current_principal().user, request_key(request.request_id),
@@ -601,11 +617,10 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 await self.host.advance(None, until_idle=True)
                 return self._clock_pb()
             if which == "by":
-                if not _finite("by", request.by) > 0:
-                    _invalid(f"by must be positive, got {request.by:g}")
-                target = clock.now() + request.by
+                target = clock.now() + _limit("by", request.by)
             else:
-                target = _finite("to", request.to)
+                target = _limit("to", request.to)
+            _limit("to", target, "the clock's target time")
             try:
                 await self.host.advance(target)
             except ClockError as err:

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import limits
+
 N_SWF = 18  # fields every job line has
 N_MAX = 31  # the last field of the schedd extension
 TYPE_FIELD = 19  # 0-based index of field 20, the CWF request type
@@ -192,6 +194,7 @@ class _Reader:
             else:
                 self._add_rows(block)
             lineno += chunk.count(b"\n")
+        self._check_header(raw)
         return Trace(
             path=self.path,
             header=parse_header(self.comments),
@@ -199,6 +202,15 @@ class _Reader:
             eccs=self.eccs,
             skipped=self.skipped,
         )
+
+    def _check_header(self, raw: bytes) -> None:
+        """A header size out of range is an error at its line (lenient: dropped, counted)."""
+        while (found := header_problem(self.comments)) is not None:
+            line, why = found
+            if not self.lenient:
+                raise TraceError.at(self.path, _comment_line_number(raw, line), why)
+            self.comments.remove(line)
+            self.skipped += 1
 
     def _add_rows(self, block: np.ndarray) -> None:
         self.builder.add(block)
@@ -241,11 +253,13 @@ class _Reader:
         if nfields <= AMOUNT_FIELD:
             raise _LineError(f"expected an amount in field 21 for this {kind} command, found none")
         amount = values[AMOUNT_FIELD]
-        if amount < 0 or (kind in ("EP", "RP") and not amount.is_integer()):
-            what = "whole number of processors" if kind in ("EP", "RP") else "number of seconds"
+        nodes = kind in ("EP", "RP")
+        limit = limits.LIMITS["trace.amount_nodes" if nodes else "trace.amount_seconds"]
+        if not limit.accepts(amount):
+            what = "whole number of processors" if nodes else "number of seconds"
             raise _LineError(
-                f"expected a non-negative {what} in field 21 for this {kind} command, "
-                f"found {_show_number(amount)}"
+                f"expected a non-negative {what} in field 21 for this {kind} command "
+                f"({limit.describe()}), found {_show_number(amount)}"
             )
         return EccCommand(job_id, values[1], kind, amount, line)
 
@@ -368,7 +382,7 @@ def _valid_block(block: np.ndarray) -> bool:
         ckpt = block[:, CKPT_FIELD]
         if not ((ckpt == -1) | (ckpt == 0) | (ckpt == 1)).all():
             return False
-    return True
+    return _block_within_limits(block)
 
 
 def parse_fields(toks: list[bytes]) -> tuple[str, list[float]]:
@@ -399,7 +413,87 @@ def parse_fields(toks: list[bytes]) -> tuple[str, list[float]]:
         raise _LineError(
             f"expected 1, 0 or -1 in field 23 (checkpointable), found {_show(toks[CKPT_FIELD])}"
         )
+    _check_limits(values, toks)
     return kind, values
+
+
+# ----------------------------------------------------------------------------- limits
+# Field (0-based) -> its row in the shared table (schedd/limits.py): a time or size the
+# engine computes with must be within range, not just finite (a submit time of -50 or a
+# runtime of 1e308 used to fail deep inside the simulation with a traceback).
+_FIELD_LIMITS: dict[int, limits.Limit] = {
+    i: limits.LIMITS[name]
+    for i, name in (
+        (1, "trace.submit"),
+        (2, "trace.duration"), (3, "trace.duration"), (5, "trace.duration"),
+        (8, "trace.duration"), (17, "trace.duration"), (25, "trace.duration"),
+        (29, "trace.duration"),
+        (18, "trace.time"), (26, "trace.time"), (27, "trace.time"),
+        (4, "trace.procs"), (7, "trace.procs"), (24, "trace.procs"), (28, "trace.procs"),
+        (23, "trace.ckpt_gb"), (30, "trace.ckpt_interval"),
+    )
+}
+
+
+def _check_limits(values: list[float], toks: list[bytes]) -> None:
+    """Raise _LineError for the first field of a parsed line outside its limits."""
+    for i, limit in _FIELD_LIMITS.items():
+        if i < len(toks) and not limit.accepts(values[i]):
+            raise _LineError(f"expected {limit.describe()} in field {i + 1} "
+                             f"({_FIELD_NAMES[i]}), found {_show(toks[i])}")
+
+
+def _block_within_limits(block: np.ndarray) -> bool:
+    """The fast path's version of _check_limits: False sends the chunk to the line parser."""
+    nfields = block.shape[1]
+    for i, limit in _FIELD_LIMITS.items():
+        if i >= nfields:
+            continue
+        col = block[:, i]
+        ok = (col >= limit.low) & (col <= limit.high)
+        if limit.low_open:
+            ok &= col > limit.low
+        for value in limit.absent:
+            ok |= col == value
+        if not ok.all():
+            return False
+    return True
+
+
+def header_problem(lines: list[str]) -> tuple[str, str] | None:
+    """(the first header line whose MaxNodes or MaxProcs value is out of range or not a
+    whole number, why), or None. Values <= 0 mean "unknown", as in parse_header."""
+    seen: set[str] = set()
+    for line in lines:
+        m = _HEADER_KEY.fullmatch(line)
+        key = m.group(1).lower() if m else ""
+        if key not in _HEADER_LIMITS or key in seen:
+            continue
+        seen.add(key)
+        text = m.group(2) if m else ""
+        limit = limits.LIMITS[_HEADER_LIMITS[key]]
+        try:
+            value = float(text)
+        except ValueError:
+            continue  # not a number at all: unusable, read as absent (parse_header)
+        if value <= 0:
+            continue  # the reader's "absent"
+        if not limit.accepts(value) or not value.is_integer():
+            return line, (f"expected {_HEADER_FIELDS[key]} to be {limit.describe()}, "
+                          f"found {text!r}")
+    return None
+
+
+_HEADER_LIMITS = {"maxnodes": "header.max_nodes", "maxprocs": "header.max_procs"}
+
+
+def _comment_line_number(raw: bytes, line: str) -> int | None:
+    """1-based number of the first line of `raw` that is `line` (error path only)."""
+    target = line.encode("utf-8", "surrogateescape")
+    for lineno, text in enumerate(raw.split(b"\n"), start=1):
+        if text.rstrip(b"\r") == target:
+            return lineno
+    return None
 
 
 def _parse_number(tok: bytes, i: int) -> float:
