@@ -65,6 +65,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                     help="a job hit by a failure ends FAILED instead of being requeued")
     ck.add_argument("--warning", type=_at_least(0), default=120.0, metavar="S",
                     help="malleable jobs' pre-preemption warning (default 120)")
+    ck.add_argument("--requeue-remaining", action="store_true",
+                    help="a preempted job waits with the walltime it has left (its request "
+                    "less the work it keeps), which changes its queue order, estimated "
+                    "slowdown and category, as in the real-time authors' simulator "
+                    "(default: it keeps its request)")
     ck.add_argument("--ecc-max", type=_at_least(0, int), default=0, metavar="N",
                     help="ECC processor: at most N elastic control commands per job, later "
                     "ones are refused (default 0: no limit)")
@@ -102,6 +107,7 @@ def engine_options_from(args: argparse.Namespace, policy: Any = None, **extra: A
         mtbf_s=args.mtbf * 3600.0,
         mttr_s=args.mttr * 3600.0,
         ecc_max_per_job=args.ecc_max,
+        requeue_remaining=args.requeue_remaining,
         **extra,
     )
 

@@ -398,7 +398,8 @@ class Engine:
         x.seg += 1  # invalidates a FINISH event already queued
         self.events.push(max(end, self.now), EV_FINISH, (job.id, x.seg))
         # Policies see the end the walltime implies, never the actual runtime.
-        predicted = max(self._segment_end(x, max(job.walltime, x.work0)), self.now)
+        predicted = max(self._segment_end(x, max(job.walltime + x.wall_done, x.work0)),
+                        self.now)
         if job.state is RUNNING and job.predicted_end >= 0 and job.id in self.running:
             self._remove_end(job)
             job.predicted_end = predicted
@@ -516,9 +517,23 @@ class Engine:
         self._lose_work(x, mode)
         self._release_nodes(x)
         job.preemptions += cause == "preempt"
+        self._requeue_walltime(x)
         self._move(job, PREEMPTED, cause)
         self._emit("stop", job.id)
         self._enqueue(job)
+
+    def _requeue_walltime(self, x: _Exec) -> None:
+        """With `requeue_remaining`, a preempted job waits with the walltime it has left:
+        its request less the work it keeps (as the real-time authors' kill_job_wOverhead
+        requeues it), which policies see in its queue order, estimated slowdown and
+        category. `wall_done` keeps the part taken off, so the work bound stays the whole
+        request. At least a second is left (a walltime must stay positive)."""
+        if not self.options.requeue_remaining:
+            return
+        job = x.job
+        whole = job.walltime + x.wall_done
+        job.walltime = min(whole, max(whole - x.work0, 1.0))
+        x.wall_done = whole - job.walltime
 
     def _lose_work(self, x: _Exec, mode: PreemptMode) -> None:
         if mode is PreemptMode.RESTART:
@@ -571,6 +586,7 @@ class Engine:
         self._lose_work(x, PreemptMode.LAST_CHECKPOINT)
         self._release_nodes(x)
         self.stats["checkpoint_timeouts"] += 1
+        self._requeue_walltime(x)
         self._move(job, PREEMPTED, "checkpoint-timeout")
         self._emit("stop", job.id)
         self._enqueue(job)
@@ -589,6 +605,7 @@ class Engine:
         x.since_ckpt_ns = x.since_ckpt_wall = 0.0
         x.resume_read = x.ckpt_mode is PreemptMode.JIT  # a warning leaves no file to read
         self._release_nodes(x)
+        self._requeue_walltime(x)
         self._move(job, PREEMPTED, "checkpoint-done")
         self._emit("stop", job.id)
         self._enqueue(job)
@@ -610,7 +627,7 @@ class Engine:
         self.results.append((
             job.id, job.submit, job.first_start, self.now,
             (job.first_start if started else self.now) - job.submit,
-            x.executed, spec.nodes, x.first_alloc, job.walltime, x.orig_walltime,
+            x.executed, spec.nodes, x.first_alloc, job.walltime + x.wall_done, x.orig_walltime,
             job.user, job.project, job.queue,
             _CLASS_INDEX[job.job_class], _STATE_INDEX[job.state],
             job.preemptions, x.failures, x.checkpoints,
@@ -676,10 +693,10 @@ class Engine:
                 x.work_total = max(x.work_total + sign * ecc.amount, 1e-9)
             if job.state is RUNNING:
                 work = self._resegment(x)
-                x.target = max(min(x.work_total, walltime), work)
+                x.target = max(min(x.work_total, walltime + x.wall_done), work)
                 self._schedule_finish(x)
             else:
-                x.target = min(x.work_total, walltime)
+                x.target = min(x.work_total, walltime + x.wall_done)
         else:
             delta = int(ecc.amount) if ecc.kind == "EP" else -int(ecc.amount)
             nodes = job.nodes + delta

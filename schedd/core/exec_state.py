@@ -32,6 +32,9 @@ class EngineOptions:
     # silent job is killed and requeued from its last checkpoint (0 = wait forever).
     checkpoint_timeout_s: float = 0.0
     keep_finished: bool = False  # keep finished Job objects (the daemon answers GetJob)
+    # A preempted job is requeued with the walltime it has left (its request less the work
+    # it keeps), as the real-time authors' simulator does; off: it keeps its request.
+    requeue_remaining: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +79,7 @@ EXEC_FIELDS = (
     "ckpt_start", "ckpt_end", "ckpt_mode", "ecc_count", "busy_ns", "useful_ns", "lost_ns",
     "ckpt_ns", "restart_ns", "setup_ns", "t_ckpt", "t_pre", "executed", "checkpoints",
     "failures", "first_alloc", "orig_walltime", "owner_system", "used_nodes", "backfilled",
-    "resumed", "resume_setup_ns", "preempt_ckpt_ns",
+    "resumed", "resume_setup_ns", "preempt_ckpt_ns", "wall_done",
 )
 
 
@@ -116,6 +119,9 @@ class _Exec:
         # Waste caused by interruptions beyond lost work and reads (the hybrid paper's
         # utilisation leaves it out): setup when resuming, preemption checkpoints/warnings.
         self.resume_setup_ns = self.preempt_ckpt_ns = 0.0
+        # Work taken off the visible walltime at requeues (EngineOptions.requeue_remaining):
+        # job.walltime + wall_done is always the whole request.
+        self.wall_done = 0.0
 
 
 class EngineReadout(Protocol):

@@ -2,9 +2,12 @@
 
 Algorithm 1: every pass splits the waiting jobs into a high-priority queue — real-time jobs
 (RTJs) whose estimated slowdown (ESD, eq. 56) has reached their category's threshold — and
-a low-priority queue with everything else. While the high-priority queue is not empty,
-only it is scheduled; otherwise the default algorithm (EASY over the wfp2 order) runs the
-low-priority queue, whose RTJs preempt nothing.
+a low-priority queue with everything else, whose RTJs preempt nothing. The high-priority
+queue is scheduled first; the default algorithm (EASY over the wfp2 order) then runs the
+low-priority queue. What an unplaced high-priority RTJ holds back is the `blocking` option:
+by default only the low-priority RTJs, as in the authors' simulator (the paper's text holds
+back the whole low-priority queue: `blocking=strict`); an RTJ that no partition can be
+vacated for holds back nothing in any mode (docs/realtime.md).
 
 Algorithm 2 (weighted cost job scheduling) for a high-priority RTJ: a free partition of
 its size if there is one; otherwise the eligible partition whose jobs cost least to
@@ -23,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..core.bgq import BlockState, iter_bits
 from ..core.cluster import ClusterState
 from ..core.decisions import Decision, WakeAt
 from ..core.job import Job
@@ -71,11 +75,13 @@ class Wcjs(RealtimePolicy):
             "wfp2", "order of the high-priority queue: wfp2 (authors' simulator) or "
             "descending ESD (Algorithm 1's sortBySlowdown)")
         order: Literal["wfp2", "fcfs"] = opt("wfp2", "order of the low-priority queue")
-        blocking: Literal["strict", "backfill"] = opt(
-            "strict", "strict: the low-priority queue waits while any RTJ is high priority "
-            "(Algorithm 1); backfill: unplaced high-priority RTJs go first in the default "
-            "algorithm's queue and low-priority jobs may backfill around the first one's "
-            "reservation (not in the paper)")
+        blocking: Literal["authors", "strict", "backfill"] = opt(
+            "authors", "what an unplaced high-priority RTJ holds back. authors (the authors' "
+            "simulator): only the low-priority RTJs; batch jobs run in the same pass. "
+            "strict (Algorithm 1's text): the whole low-priority queue. backfill (not in "
+            "the paper): nothing; the RTJ goes first in the default algorithm's queue. In "
+            "every mode an RTJ that no partition of its size can be vacated for holds "
+            "nothing back and waits first in that queue, with the EASY reservation")
         narrow_max: int = opt(4096, "narrow iff the partition has at most this many nodes")
         short_max_s: float = opt(7200.0, "short iff the walltime is at most this")
 
@@ -95,6 +101,8 @@ class Wcjs(RealtimePolicy):
         self.scheme = o.ckpt
         self.order = o.order
         self.counters["hp_passes"] = 0
+        self.counters["hp_holding_passes"] = 0  # an unplaced RTJ held something back
+        self.counters["hp_stuck_passes"] = 0  # an unplaced RTJ no partition can be vacated for
         self._now = 0.0
         self._view: View | None = None
         self._size_limit = 0
@@ -141,9 +149,53 @@ class Wcjs(RealtimePolicy):
             if how == "waiting":
                 unplaced.append(job)
         self._view = None
-        if self.options.blocking == "backfill":
+        blocking = self.options.blocking
+        if blocking == "backfill":
             return unplaced + self.ordered(low, view)
-        return None  # Alg. 1: the low-priority queue waits while RTJs are high priority
+        # No-stall rule: only an RTJ that waiting can serve by preemption holds anything
+        # back; one whose every partition holds a job Algorithm 2 never preempts (an RTJ, a
+        # job that cannot checkpoint, a job on a larger partition) waits first in the
+        # default algorithm's queue, with the EASY reservation, as under `backfill`.
+        stuck = [j for j in unplaced if not self.could_vacate(view, state, j)]
+        holding = len(stuck) < len(unplaced)
+        if holding:
+            self.counters["hp_holding_passes"] += 1
+        if stuck:
+            self.counters["hp_stuck_passes"] += 1
+        if blocking == "strict" and holding:
+            return None  # Alg. 1: the low-priority queue waits while RTJs are high priority
+        if blocking == "authors" and holding:
+            # bgsched.py's remove_unpreemptable_low_priority_jobs, "method 0": the batch
+            # jobs are scheduled in the same pass; only the low-priority RTJs wait.
+            low = [j for j in low if j.job_class is not REALTIME]
+        return stuck + self.ordered(low, view)
+
+    def could_vacate(self, view: View, state: ClusterState, job: Job) -> bool:
+        """Whether some partition of the RTJ's size (on a pool: enough nodes) holds only
+        jobs Algorithm 2 may preempt once they pass its checks that change with time
+        (checkpointing, batch threshold). Jobs an RTJ can never take — real-time ones,
+        ones that cannot checkpoint (unless NO-CKPT), ones on a larger partition, and
+        ones started in this pass — make a partition hopeless until they end."""
+        size = self.cluster.alloc_size(job.nodes) or job.nodes
+
+        def never(victim: Job | None) -> bool:
+            return (victim is None or victim.job_class is REALTIME
+                    or not (victim.checkpointable or self.scheme == "none")
+                    or victim.alloc_nodes > size)
+
+        if isinstance(state, BlockState):
+            cluster = state.cluster
+            holders = {j.allocation.block: j for j in view.running.values()
+                       if j.allocation is not None}
+            for b in self._blocks_by_name(cluster, size):
+                if cluster.masks[b] & state.down:
+                    continue
+                if not any(never(holders.get(h))
+                           for h in iter_bits(state.held & cluster.conflict_bits[b])):
+                    return True
+            return False
+        takeable = sum(v.alloc_nodes for v in view.running.values() if not never(v))
+        return state.free_nodes + takeable >= job.nodes
 
     def cost(self, victim: Job) -> float | None:
         """One job's share of a partition's weighted cost, or None if its partition is not
