@@ -97,6 +97,18 @@ class Task:
     run: RunSpec
     window: tuple[float, float] | None
     non_checkpointable: float = 0.0
+    window_by: str = "run"  # "run": simulated start/end; "log": the trace's recorded ones
+
+
+def log_window_ids(raw: Any, window: tuple[float, float]) -> np.ndarray:
+    """Ids of the jobs whose start and end as recorded in the trace (submit + wait, plus
+    the runtime) fall inside `window`: the authors' trimmed set, the same jobs whatever
+    the policy (their bqsim.py tests log_start_time / log_end_time)."""
+    cols = raw.columns
+    start = cols["submit"] + np.maximum(cols["wait"], 0.0)
+    end = start + np.maximum(cols["runtime"], 0.0)
+    keep = (cols["wait"] >= 0) & (start >= window[0]) & (end <= window[1])
+    return np.asarray(cols["job_id"][keep], dtype=np.int64)
 
 
 def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
@@ -119,14 +131,19 @@ def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     trace = normalize(marked, max_nodes=max_job_nodes(cluster))
     policy = make_policy(task.run.policy, list(task.run.options), cluster)
     engine_options = engine_options_from(engine_args(task.run), policy)
-    metric_options = MetricOptions(window=task.window, prompt_grace_s=engine_options.warning_s)
+    by_run = task.window if task.window_by == "run" else None
+    metric_options = MetricOptions(window=by_run, prompt_grace_s=engine_options.warning_s)
     run = simulate(trace, cluster, policy, seed=task.trial_seed,
                    engine_options=engine_options, metric_options=metric_options)
     s = run.summary
     overhead = s["chr_ckpt_sys"] + s["chr_ckpt_jobs"] + s["chr_pre_sys"]
     whole = {key: float(s[key] or 0.0) for key in SUMMARY_KEYS}
     whole["overhead_node_h"] = float(overhead)
-    return run.results, whole
+    results = run.results
+    if task.window is not None and task.window_by == "log":
+        keep = np.isin(results["id"], log_window_ids(raw, task.window))
+        results = {name: col[keep] for name, col in results.items()}
+    return results, whole
 
 
 def check_runs(runs: list[RunSpec], cluster: str) -> None:
@@ -150,13 +167,16 @@ def check_runs(runs: list[RunSpec], cluster: str) -> None:
 def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[float],
             trials: int, seed_base: int = 1000, mode: str = "default",
             aps_runtimes: str | None = None, window: tuple[float, float] | None = None,
-            workers: int = 1, non_checkpointable: float = 0.0) -> dict[str, Any]:
-    """Every run at every percentage, pooled over `trials`; a JSON-ready dict."""
+            workers: int = 1, non_checkpointable: float = 0.0,
+            window_by: str = "run") -> dict[str, Any]:
+    """Every run at every percentage, pooled over `trials`; a JSON-ready dict. `window`
+    keeps the jobs that start and end inside it: in the run (`window_by="run"`) or as
+    recorded in the trace (`"log"`, the authors' trimmed set)."""
     from .metrics import MetricOptions, summarize
 
     check_runs(runs, cluster)
     tasks = [Task(trace_path, cluster, p, mode, seed_base + t, aps_runtimes, run, window,
-                  non_checkpointable)
+                  non_checkpointable, window_by)
              for p in percents for run in runs for t in range(trials)]
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -166,7 +186,7 @@ def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[f
     from .core.cluster_spec import parse_cluster
 
     total = parse_cluster(cluster).total_nodes
-    metric_options = MetricOptions(window=window)
+    metric_options = MetricOptions(window=window if window_by == "run" else None)
     table: dict[str, Any] = {}
     for i, p in enumerate(percents):
         rows: dict[str, Any] = {}
@@ -182,6 +202,7 @@ def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[f
     return {"trace": os.path.basename(trace_path), "cluster": cluster, "mode": mode,
             "non_checkpointable": non_checkpointable,
             "trials": trials, "seed_base": seed_base, "window": window,
+            "window_by": window_by,
             "runs": [r.label for r in runs], "percents": [f"{p:g}" for p in percents],
             "results": table}
 
@@ -288,6 +309,10 @@ def add_parser(sub: Any) -> None:
                       help="the run changes are measured against (default: the first)")
     cmp_.add_argument("--window", default=None, metavar="LO,HI",
                       help="count only jobs that start and end within [LO, HI] seconds")
+    cmp_.add_argument("--window-by", choices=["run", "log"], default="run",
+                      help="with --window: the start and end in each run, or as recorded in "
+                      "the trace (log: the same jobs for every policy, the authors' trimmed "
+                      "set)")
     cmp_.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                       help="simulations in parallel (default: the CPU count)")
     cmp_.add_argument("--markdown", default=None, metavar="FILE", help="also write the tables")
@@ -324,7 +349,7 @@ def run(args: argparse.Namespace) -> int:
         raise CompareError(f"--baseline {args.baseline!r} is not one of the runs")
     result = compare(args.trace, args.cluster, runs, args.percent, args.trials,
                      args.seed_base, args.mode, args.aps_runtimes, _window(args.window),
-                     args.workers, args.non_checkpointable)
+                     args.workers, args.non_checkpointable, args.window_by)
     text = markdown(result, baseline)
     print(text, end="")
     if args.markdown:

@@ -32,7 +32,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -90,12 +90,14 @@ def opts_for(policy: str, scheme: str) -> list[str]:
 
 
 def build(cluster: str, policy: str, opts: Sequence[str] = (), specs: Sequence[JobSpec] = (),
-          periodic: str = "none", **ckpt) -> tuple[Engine, RealtimePolicy]:
+          periodic: str = "none", requeue_remaining: bool = False, **ckpt
+          ) -> tuple[Engine, RealtimePolicy]:
     c = parse_cluster(cluster)
     pol = make_policy(policy, list(opts), c)
     assert isinstance(pol, RealtimePolicy)
     e = Engine(c, pol, options=EngineOptions(
-        checkpoint=CheckpointPolicy(periodic=periodic, **ckpt)))  # type: ignore[arg-type]
+        checkpoint=CheckpointPolicy(periodic=periodic, **ckpt),  # type: ignore[arg-type]
+        requeue_remaining=requeue_remaining))
     for spec in specs:
         e.submit(spec)
     return e, pol
@@ -137,6 +139,7 @@ class Vacate:
     victim_alloc: dict[int, int]  # victim id -> nodes held
     victim_esd: dict[int, float]
     ckpt_ends: dict[int, float]  # victim id -> when a JIT checkpoint would be written
+    victim_walltime: dict[int, float] = field(default_factory=dict)  # as seen when taken
 
 
 class Passes:
@@ -173,7 +176,8 @@ class Passes:
             view.now, ids[0], [d.mode for d in preempts], victims,
             {v.id: v.alloc_nodes for v in victims},
             {v.id: esd_running(v) for v in victims},
-            {v.id: view.now + view.checkpoint_seconds(v.id) for v in victims}))
+            {v.id: view.now + view.checkpoint_seconds(v.id) for v in victims},
+            {v.id: v.walltime for v in victims}))
 
     def at(self, t: float) -> list[list[Decision]]:
         return [d for time, d in self.passes if time == t]
@@ -649,43 +653,107 @@ def test_threshold_crossing_per_category(preset, nodes, walltime, threshold):
     finish(e)
 
 
-def test_high_priority_rtj_blocks_the_low_priority_queue_until_placed():
-    """bgq:4, wcjs ckpt=jit. N1 (1,024 nodes, cannot checkpoint, ends at 2,000) on
-    M00-M01 from 0; RTJ 2 (512) on M02 from 1 (free partition). RTJ 9 (1,024 nodes) at
-    100 is high priority at once but unplaceable: M00-M01 has a job that cannot checkpoint,
-    M02-M03 an RTJ. Batch B (512, 300 s) arrives at 150 and would fit M03, but the
-    low-priority queue waits while RTJ 9 is high priority. At 2,000 N1 ends: RTJ 9 starts
-    on M00-M01 and, in the next pass at the same instant, B starts on M03."""
-    e, pol = build("bgq:4", "wcjs", ["ckpt=jit", HIGH_AT_ONCE],
-                   [batch(1, 0, 1024, 2000, checkpointable=False), rtj(2, 1, 512, 5000),
-                    rtj(9, 100, 1024, 1000), batch(5, 150, 512, 300)])
-    until(e, 1999)
-    assert (block(e, 1), block(e, 2)) == ("M00-M01", "M02")
-    assert state(e, 9) is QUEUED and state(e, 5) is QUEUED
-    assert e.state.fits(512)  # M03 is free all along
-    until(e, 2000)
-    assert block(e, 9) == "M00-M01" and block(e, 5) == "M03"
+# A busy bgq:4 where a 1,024-node RTJ is high priority but placeable by no pass until 5,100,
+# although waiting could serve it by preemption: B0 (2,048 nodes) holds the machine 0-100;
+# then B1 (1,024 nodes) and B2, B3 (512 each), submitted at 1, start at 100 and are over
+# the batch threshold 1 (`bj_thresholds=1,...`): B1, B2 run ESD (5,100 - 1) / 5,000 > 1,
+# B3 (900 s) (1,000 - 1) / 900 = 1.11 > 1, so no partition is eligible now, but none holds a
+# job Algorithm 2 never takes. RTJ 9 (1,024 nodes, 1,000 s, narrow-short: threshold 1,
+# high priority at once) arrives at 200; RTJ 8 (512 nodes, walltime 8,000 s, narrow-long:
+# threshold 2, low priority until 400 + 8,000) at 400; batch B5 (512 nodes, 300 s) at 300.
+# B3 frees its midplane at 1,000; B1 and B2 end at 5,100, when RTJ 9 takes a partition.
+HOLDING_OPTS = ["ckpt=jit", "rt_thresholds=1,2,1,1", "bj_thresholds=1,1,1,1"]
+
+
+def holding_specs() -> list[JobSpec]:
+    return [batch(10, 0, 2048, 100), batch(1, 1, 1024, 5000), batch(2, 1, 512, 5000),
+            batch(3, 1, 512, 900), rtj(9, 200, 1024, 1000), batch(5, 300, 512, 300),
+            rtj(8, 400, 512, 2000, 8000)]
+
+
+def test_authors_blocking_starts_batch_jobs_and_holds_back_low_priority_rtjs():
+    """The default, blocking=authors (bgsched.py's method 0): at 1,000 RTJ 9 is still
+    unplaced (no eligible partition), yet B5 starts on B3's freed midplane in that same
+    pass, while RTJ 8 (low priority) is held back, at 1,000 and again when B5 frees it at
+    1,300. At 5,100 RTJ 9 starts on a freed 1,024-node partition; the next pass at the
+    same instant starts RTJ 8. Nothing is preempted."""
+    e, pol = build("bgq:4", "wcjs", HOLDING_OPTS, holding_specs())
+    assert pol.options.blocking == "authors"
+    log = Passes(pol)
+    until(e, 999)
+    freed = block(e, 3)
+    until(e, 1000)
+    assert state(e, 5) is RUNNING and block(e, 5) == freed
+    assert state(e, 9) is QUEUED and state(e, 8) is QUEUED
+    assert any(isinstance(d, Start) and d.job_id == 5 for d in log.at(1000)[-1])
+    until(e, 5099)
+    assert state(e, 8) is QUEUED and e.state.fits(512)  # free since 1,300, RTJ 8 held
     finish(e)
     start = col(e, "first_start")
-    assert start[9] == start[5] == 2000
+    assert (start[5], start[9], start[8]) == (1000, 5100, 5100)
     assert set(col(e, "preemptions").values()) == {0}
+    assert pol.stats()["hp_holding_passes"] > 0 and pol.stats()["hp_stuck_passes"] == 0
+    assert not log.vacates
 
 
-def test_blocking_backfill_lets_low_priority_jobs_backfill_around_an_unplaced_rtj():
-    """The scenario above with blocking=backfill (not in the paper): RTJ 9 stays
-    unplaceable, but now heads the default algorithm's queue with an EASY reservation at
-    N1's end (2,000); B (512 nodes, 300 s) fits M03 and ends by then, so it starts at
-    once, at 150. A batch job that would outlast the reservation on the RTJ's partition
-    could not: the RTJ still starts at 2,000."""
-    e, _ = build("bgq:4", "wcjs", ["ckpt=jit", HIGH_AT_ONCE, "blocking=backfill"],
-                 [batch(1, 0, 1024, 2000, checkpointable=False), rtj(2, 1, 512, 5000),
-                  rtj(9, 100, 1024, 1000), batch(5, 150, 512, 300)])
+def test_strict_blocking_holds_the_whole_low_priority_queue():
+    """The same machine with blocking=strict (Algorithm 1's text): neither B5 nor RTJ 8
+    starts while RTJ 9 is high priority and could be served by waiting, though B3's
+    midplane is free from 1,000; both start at 5,100, right after RTJ 9."""
+    e, _ = build("bgq:4", "wcjs", [*HOLDING_OPTS, "blocking=strict"], holding_specs())
+    until(e, 5099)
+    assert state(e, 5) is QUEUED and state(e, 8) is QUEUED and e.state.fits(512)
+    finish(e)
+    start = col(e, "first_start")
+    assert (start[9], start[5], start[8]) == (5100, 5100, 5100)
+
+
+@pytest.mark.parametrize("blocking", ["authors", "strict", "backfill"])
+def test_an_rtj_no_partition_can_be_vacated_for_holds_nothing_back(blocking):
+    """The no-stall rule. bgq:4, wcjs ckpt=jit: N1 (1,024 nodes, cannot checkpoint, ends
+    at 2,000) on M00-M01 and RTJ 2 (512) on M02: RTJ 9 (1,024 nodes, high priority at once
+    from 100) has no partition Algorithm 2 could ever take while they run. In every mode
+    it holds nothing back and waits first in the default algorithm's queue, with the EASY
+    reservation at N1's end: batch B (512, 300 s) starts at once on M03 at 150, and RTJ 9
+    at 2,000 (under the old strict rule B waited for RTJ 9, to 2,000)."""
+    e, pol = build("bgq:4", "wcjs", ["ckpt=jit", HIGH_AT_ONCE, f"blocking={blocking}"],
+                   [batch(1, 0, 1024, 2000, checkpointable=False), rtj(2, 1, 512, 5000),
+                    rtj(9, 100, 1024, 1000), batch(5, 150, 512, 300)])
     until(e, 150)
     assert state(e, 5) is RUNNING and block(e, 5) == "M03" and state(e, 9) is QUEUED
     finish(e)
     start = col(e, "first_start")
     assert (start[5], start[9]) == (150, 2000)
     assert set(col(e, "preemptions").values()) == {0}
+    if blocking != "backfill":
+        assert pol.stats()["hp_stuck_passes"] > 0 and pol.stats()["hp_holding_passes"] == 0
+
+
+@pytest.mark.parametrize("blocking", ["authors", "strict", "backfill"])
+@pytest.mark.parametrize(("cluster", "big", "small"), [("mira", 32768, 512), ("nodes:64", 64, 8)])
+def test_a_32k_rtj_that_cannot_be_vacated_does_not_freeze_the_batch_queue(
+        blocking, cluster, big, small):
+    """The issue's stall: a 32,768-node RTJ waited 44.7 h because no partition of its size
+    could be vacated while the strict rule froze the batch queue. On `mira` the only
+    32,768-node partition is M00-M63; N0 (16,384 nodes, cannot checkpoint, to 10,000) takes
+    M32-M63 and RTJ 1 (512, to 5,000) a midplane: RTJ 9 (32,768 nodes, high priority from
+    100) has no partition Algorithm 2 could ever take until 10,000. On nodes:64 the same
+    with N0 = 32 nodes, RTJ 1 = 16 and RTJ 9 = 64. Batch job B5 (small, 300 s) arriving
+    at 200 starts at once in every mode, and RTJ 9 is not starved: its EASY reservation
+    starts it at N0's end."""
+    e, pol = build(cluster, "wcjs", ["ckpt=jit", HIGH_AT_ONCE, f"blocking={blocking}"],
+                   [batch(10, 0, big // 2, 10_000, checkpointable=False),
+                    rtj(1, 0, big // 64 if cluster == "mira" else 16, 5000),
+                    rtj(9, 100, big, 1000), batch(5, 200, small, 300)])
+    until(e, 200)
+    if cluster == "mira":
+        assert block(e, 10) == "M32-M63"
+    assert state(e, 5) is RUNNING and state(e, 9) is QUEUED
+    finish(e)
+    start = col(e, "first_start")
+    assert start[5] == 200 and start[9] == 10_000
+    if blocking != "backfill":
+        assert pol.stats()["hp_stuck_passes"] > 0
 
 
 # ---------------------------------------------------------------------- 4. JIT claims
@@ -1059,10 +1127,13 @@ def test_rt_preempt_never_takes_a_checkpointing_job_on_a_pool():
 
 
 # ---------------------------------------------------------------------- 8. properties
+REQUEUE = "--requeue-remaining"  # an engine flag among a variant's options
 PROP_CLUSTERS = {spec: parse_cluster(spec) for spec in ("bgq:8", "nodes:64")}
 VARIANTS = [("rt-hpq", ()),
             *(("rt-preempt", (f"ckpt={s}",)) for s in ("none", "sys", "app", "jit")),
-            ("wcjs", ("ckpt=none",)), ("wcjs", ("ckpt=jit",))]
+            ("wcjs", ("ckpt=none",)), ("wcjs", ("ckpt=jit",)),
+            ("wcjs", ("ckpt=jit", "blocking=strict")), ("wcjs", ("ckpt=jit", "blocking=backfill")),
+            ("wcjs", ("ckpt=app", REQUEUE)), ("rt-preempt", ("ckpt=sys", REQUEUE))]
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -1098,11 +1169,12 @@ def rt_workloads(draw, cluster: Cluster) -> list[JobSpec]:
 
 def simulate(name: str, opts: Sequence[str], cluster: Cluster, specs: list[JobSpec]
              ) -> tuple[Engine, Passes]:
-    policy = make_policy(name, list(opts), cluster)
+    policy = make_policy(name, [o for o in opts if o != REQUEUE], cluster)
     assert isinstance(policy, RealtimePolicy)
     periodic = policy.periodic_checkpoints() or "none"  # None: a policy that never preempts
     engine = Engine(cluster, policy, options=EngineOptions(checkpoint=CheckpointPolicy(
-        periodic=periodic, sys_interval=1500.0, app_overhead_pct=10.0)))  # type: ignore[arg-type]
+        periodic=periodic, sys_interval=1500.0, app_overhead_pct=10.0),  # type: ignore[arg-type]
+        requeue_remaining=REQUEUE in opts))
     passes = Passes(policy)
     engine.feed(specs)
     validate(engine)
@@ -1123,8 +1195,10 @@ def check_run(name: str, opts: Sequence[str], engine: Engine, passes: Passes,
     assert engine.state.free_nodes == engine.cluster.total_nodes
     start = dict(zip(ids, r["first_start"].tolist(), strict=True))
     pre = dict(zip(ids, r["preemptions"].tolist(), strict=True))
+    wall = dict(zip(ids, r["walltime"].tolist(), strict=True))
     for job_id, spec in by_id.items():
         assert start[job_id] >= spec.submit
+        assert wall[job_id] == spec.walltime  # a requeue never changes the request
         if spec.job_class is JobClass.REALTIME:
             assert pre[job_id] == 0, f"RTJ {job_id} was preempted"
         if not spec.checkpointable and scheme != "none":
@@ -1154,7 +1228,8 @@ def check_run(name: str, opts: Sequence[str], engine: Engine, passes: Passes,
             assert v.time >= spec.submit + (thr - 1) * spec.walltime  # high priority
             for victim in v.victims:
                 assert v.victim_alloc[victim.id] <= size  # no larger parent
-                cat = category(v.victim_alloc[victim.id], victim.walltime, 4096, 7200)
+                cat = category(v.victim_alloc[victim.id], v.victim_walltime[victim.id], 4096,
+                               7200)
                 assert v.victim_esd[victim.id] <= policy.bj_thr[cat]
     assert sum(len(v.victims) for v in passes.vacates) == sum(pre.values())
 
@@ -1177,3 +1252,73 @@ def test_random_workloads_keep_the_realtime_promises(name, opts, cluster_spec):
             assert np.array_equal(a[key], b[key]), f"column {key} differs"
 
     check()
+
+
+# ---------------------------------------------------------------------- 9. requeue remaining
+@pytest.mark.parametrize("remaining", [False, True])
+def test_requeue_with_the_remaining_walltime_changes_wfp2_order_esd_and_category(remaining):
+    """bgq:2, wcjs ckpt=jit, every RTJ high priority at once. A (512 nodes, 10,000 s,
+    narrow-long) on M00 and X (512, 20,000 s) on M01 from 0; C (512, 4,000 s) waits from
+    3,000. RTJ 9 (512, 3,000 s) at 6,000: A and X cost the same (ESD 1, 6,000 s since
+    their start, far from their end), so the first by name, M00, is vacated: A writes its
+    JIT checkpoint 6,000-6,512 and is requeued keeping all 6,000 s of work; RTJ 9 runs
+    6,512-9,512.
+
+    * Requeued with its request, A keeps walltime 10,000: at 7,000 its ESD is (10,000 +
+      7,000) / 10,000 = 1.7 and it is narrow-long. At 9,512 wfp2 ranks C (6,512^2 /
+      4,000^3 = 6.63e-4) before A (9,512^2 / 10,000^3 = 9.05e-5): C runs 9,512-13,512 and
+      A 13,512 + 512 (read) + 4,000 = 18,024.
+    * With --requeue-remaining (kill_job_wOverhead): walltime 10,000 - 6,000 = 4,000; ESD
+      (4,000 + 7,000) / 4,000 = 2.75; narrow-short (4,000 <= 7,200); wfp2 9,512^2 / 4,000^3
+      = 1.41e-3 puts A first: A runs 9,512 + 512 + 4,000 = 14,024, then C to 18,024.
+
+    Either way the result's walltime is the request (10,000): the metrics' categories do not
+    move."""
+    e, pol = build("bgq:2", "wcjs", ["ckpt=jit", HIGH_AT_ONCE],
+                   [batch(1, 0, 512, 10_000), batch(2, 0, 512, 20_000),
+                    batch(3, 3000, 512, 4000), rtj(9, 6000, 512, 3000)],
+                   requeue_remaining=remaining)
+    until(e, 6000)
+    assert state(e, 1) is CHECKPOINTING and list(pol.claims) == [9]
+    until(e, 7000)
+    a = e.jobs[1]
+    assert state(e, 1) is PREEMPTED and a.walltime == (4000 if remaining else 10_000)
+    assert esd_waiting(a, 7000) == pytest.approx(2.75 if remaining else 1.7)
+    assert isinstance(pol, Wcjs) and pol.category_of(a) == (0 if remaining else 1)
+    assert [j.id for j in wfp2_order(e.queue, 9512, 1024)] == ([1, 3] if remaining else [3, 1])
+    finish(e)
+    start, end = col(e, "first_start"), col(e, "end")
+    assert start[9] == 6512 and end[9] == 9512
+    if remaining:
+        assert (end[1], start[3], end[3]) == (14_024, 14_024, 18_024)
+    else:
+        assert (start[3], end[3], end[1]) == (9512, 13_512, 18_024)
+    assert col(e, "walltime")[1] == col(e, "orig_walltime")[1] == 10_000
+    assert col(e, "final_state")[1] == 0  # completed: the work bound is the whole request
+
+
+@pytest.mark.parametrize(("scheme", "walltime"), [("sys", 8000), ("none", 10_000)])
+def test_requeue_remaining_takes_off_only_the_work_kept(scheme, walltime):
+    """rt-preempt on bgq:2 with --requeue-remaining. A (512 nodes, 10,000 s) on M00 from 0,
+    X (512, 20,000 s, cannot checkpoint) on M01; RTJ 9 (512, 1,000 s) at 3,000 takes M00.
+    SYS-CKPT every 2,000 compute s (a write of 512 s): A computed 0-2,000, checkpointed
+    2,000-2,512 and computed to 2,488 s of work by 3,000; it keeps the 2,000 of its last
+    checkpoint, so it waits with 10,000 - 2,000 = 8,000. NO-CKPT keeps nothing: 10,000.
+    A still completes its whole 10,000 s of work."""
+    e, _ = build("bgq:2", "rt-preempt", [f"ckpt={scheme}"],
+                 [batch(1, 0, 512, 10_000), batch(2, 0, 512, 20_000, checkpointable=False),
+                  rtj(9, 3000, 512, 1000)],
+                 periodic=scheme, sys_interval=2000.0, requeue_remaining=True)
+    until(e, 3000)
+    assert state(e, 1) is PREEMPTED and e.jobs[1].walltime == walltime
+    finish(e)
+    assert col(e, "final_state")[1] == 0 and col(e, "walltime")[1] == 10_000
+    assert col(e, "lost_node_s")[1] == 512 * (488 if scheme == "sys" else 3000)
+
+
+def test_cli_requeue_remaining_reaches_the_engine(tmp_path, tiny_trace):
+    proc = schedd("simulate", "--trace", str(tiny_trace), "--cluster", "bgq:2", "--policy",
+                  "wcjs", "--requeue-remaining", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["run"]["engine_options"]["requeue_remaining"] is True
