@@ -212,25 +212,46 @@ def test_online_threshold_shields_the_shortest_share_of_requests() -> None:
     assert run("1")[3]["first_start"] == 700
 
 
-def test_cascade_counts_preemptions_for_jobs_that_were_checkpointed() -> None:
-    """12 nodes, checkpoints free. A (6 nodes, 1,000 s) runs; H (7 nodes) waits for
-    t = 1,000; B (4 nodes) and E (2 nodes), both asking 5,000 s and predicted 500 s at
-    p = 0.1, are backfilled at 0 and outrun their predictions. At 1,000 H's reservation
-    preempts B (the largest; 6 + 4 >= 7). H starts; B is back at the head and needs 4 of
-    3 free nodes: its reservation counts on E's predicted end (500, past), so it is due
-    at once and preempts E -- a cascade: a preemption caused by the reservation of a job
-    that had itself been checkpointed."""
+def _cascade_engine(e_walltime: float, e_runtime: float) -> Engine:
+    """12 nodes, checkpoints free, p = 0.1 for every job. A (6 nodes, 1,000 s) runs; H (7
+    nodes) waits for t = 1,000; B (4 nodes, asks 5,000 s, runs 3,000) is predicted 500 s
+    and backfilled at 0; so is E (2 nodes). At 1,000 B has outlived its prediction: H's
+    reservation preempts B (the largest; 6 + 4 >= 7) and H starts, leaving 3 nodes; B is
+    back at the head and needs 4."""
     e = _engine(["p=0.1", "t_thr=0"], nodes=12, ckpt_s=0.0)
     e.submit(JobSpec(1, 0, runtime=1000, nodes=6, walltime=1000))  # A
     e.submit(JobSpec(2, 0, runtime=10_000, nodes=7, walltime=10_000))  # H
     e.submit(JobSpec(3, 0, runtime=3000, nodes=4, walltime=5000))  # B
-    e.submit(JobSpec(4, 0, runtime=4000, nodes=2, walltime=5000))  # E
+    e.submit(JobSpec(4, 0, runtime=e_runtime, nodes=2, walltime=e_walltime))  # E
+    return e
+
+
+def test_cascade_counts_preemptions_for_jobs_that_were_checkpointed() -> None:
+    """E asks 20,000 s (predicted 2,000: beyond H's window, it backfills into the 5 spare
+    nodes) and runs 15,000. B's reservation at 1,000 counts on E's prediction, 2,000; at
+    2,000 E is still running, so B's reservation preempts E: a cascade (a preemption caused
+    by the reservation of a job that had itself been checkpointed)."""
+    e = _cascade_engine(20_000, 15_000)
     r = _run(e)
+    assert r[2]["first_start"] == 1000
     assert r[3]["preemptions"] == 1 and r[4]["preemptions"] == 1
-    assert r[2]["first_start"] == 1000 and r[3]["first_start"] == 0
+    assert r[3]["end"] == 2000 + 2000  # resumed at 2,000 with 2,000 s of work left
     stats = e.policy.stats()
     assert stats["preemptions"] == 2 and stats["preempting_reservations"] == 2
     assert stats["cascade_reservations"] == 1 and stats["cascade_preemptions"] == 1
+
+
+def test_a_prediction_already_outlived_does_not_make_a_new_reservation_due() -> None:
+    """E asks 5,000 s (predicted 500, backfilled in H's window) and runs 4,000. At 1,000,
+    when B becomes the head, E has outlived its prediction: E is predicted by its estimate
+    (5,000), so B's new reservation is not due at once (which would preempt E, a cascade
+    built on a prediction known to be wrong); B starts when E ends at 4,000."""
+    e = _cascade_engine(5000, 4000)
+    r = _run(e)
+    assert r[3]["preemptions"] == 1 and r[4]["preemptions"] == 0
+    assert r[4]["end"] == 4000 and r[3]["end"] == 4000 + 2000
+    stats = e.policy.stats()
+    assert stats["preemptions"] == 1 and stats["cascade_preemptions"] == 0
 
 
 def test_bad_options_and_partitions_are_refused() -> None:

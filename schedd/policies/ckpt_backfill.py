@@ -112,6 +112,9 @@ class CkptBackfill(Policy):
                        "preempting_reservations": 0, "cascade_reservations": 0,
                        "cascade_preemptions": 0, "scaled_starts": 0}
         self._woken_for = -1.0
+        # (head, time) of the reservation backfilling relied on: when that time comes and
+        # the head still does not fit, Algorithm 3 preempts.
+        self.promise: tuple[int, float] = (-1, INF)
         self._t_thr = options.t_thr
 
     # ------------------------------------------------------------------ predictions
@@ -156,13 +159,23 @@ class CkptBackfill(Policy):
         if i == len(queue):
             return decisions
         head = queue[i]
+        promised = self.promise[1] if self.promise[0] == head.id else INF
+        releases, outlived = self._releases(view, started)
+        if outlived and promised <= now:
+            # Algorithm 3: the head's reservation has come, and nodes are missing because
+            # backfilled jobs outlived their predictions.
+            if self._preempt_for(view, head, free, decisions):
+                return decisions
+            promised = INF  # nothing left to preempt: plan the head anew
         # Lines 13-25: the head's reservation from the predicted ends.
-        reserve_time, extra = shadow_and_extra(self._releases(view, started), head.nodes,
-                                               free)
+        reserve_time, extra = shadow_and_extra(releases, head.nodes, free)
         if reserve_time <= now:
-            # Algorithm 3: the reservation is due and nodes are missing.
-            self._preempt_for(view, head, free, decisions)
-            return decisions
+            return decisions  # the head fits once the checkpoints being written are done
+        if promised < reserve_time and outlived:
+            # A job it counted on outlived its prediction: the promise stands (Algorithm 3
+            # will preempt then), and nothing may use the head's nodes beyond it.
+            reserve_time, extra = promised, 0
+        self.promise = (head.id, reserve_time)
         if reserve_time < INF and reserve_time != self._woken_for:
             decisions.append(WakeAt(reserve_time))  # look again when it comes due
             self._woken_for = reserve_time
@@ -211,33 +224,45 @@ class CkptBackfill(Policy):
             self.first_in_line.remove(job.id)
 
     def _releases(self, view: View, started: list[tuple[Job, float]]
-                  ) -> list[tuple[float, int]]:
-        """(predicted end, nodes) of everything holding nodes, ascending: the engine's
-        walltime-based ends (as `easy` sees them) less what Algorithm 2 scaled away, a
-        job writing its checkpoint at `now` (its nodes come back when it is written), and
-        the jobs started in this pass at now + their predicted runtime."""
+                  ) -> tuple[list[tuple[float, int]], bool]:
+        """(predicted end, nodes) of everything holding nodes, ascending, and whether a
+        running job has outlived its scaled prediction. Predicted ends: the engine's
+        walltime-based ends (as `easy` sees them) less what Algorithm 2 scaled away while
+        that lies ahead, else the engine's (so that no reservation is computed as already
+        due from a prediction known to be wrong); a job writing its checkpoint at `now`
+        (its nodes come back when it is written); the jobs started in this pass at now +
+        their predicted runtime."""
         now = view.now
         running = view.running
         shaved = self.shaved
-        ends = [(end - shaved.get(jid, 0.0), jid, running[jid].alloc_nodes)
-                for end, jid in view.running_by_end()]
+        outlived = False
+        ends = []
+        for end, jid in view.running_by_end():
+            cut = shaved.get(jid, 0.0)
+            if cut > 0.0:
+                if end - cut > now:
+                    end -= cut
+                else:
+                    outlived = True
+            ends.append((end, jid, running[jid].alloc_nodes))
         if view.checkpointing_count:
             ends += [(now, jid, running[jid].alloc_nodes) for _, jid in view.checkpointing_until()]
         ends += [(now + runtime, job.id, job.nodes) for job, runtime in started]
         ends.sort()
-        return [(end, nodes) for end, _, nodes in ends]
+        return [(end, nodes) for end, _, nodes in ends], outlived
 
     def _preempt_for(self, view: View, head: Job, free: int,
-                     decisions: list[Decision]) -> None:
+                     decisions: list[Decision]) -> bool:
         """Algorithm 3: checkpoint and stop backfilled jobs, largest first, until the head
-        fits once their checkpoints are written; the head starts then (a later pass)."""
+        fits once their checkpoints are written; the head starts then (a later pass).
+        False if even that cannot make it fit."""
         self.counts["reservations_due"] += 1
         self.reserved = head.id
         releasing = sum(j.alloc_nodes for j in view.running.values()
                         if j.state is JobState.CHECKPOINTING)
         need = head.nodes - free - releasing
         if need <= 0:
-            return
+            return True
         victims = sorted(
             (j for j in view.running.values()
              if j.id in self.backfilled and j.state is JobState.RUNNING and j.checkpointable),
@@ -261,6 +286,9 @@ class CkptBackfill(Policy):
             if cascade:
                 self.counts["cascade_reservations"] += 1
                 self.counts["cascade_preemptions"] += taken
+        if need > 0:
+            self.reserved = None
+        return need <= 0
 
     def _forget_gone(self, running: Mapping[int, Job]) -> None:
         """Drop bookkeeping of jobs that no longer hold nodes (finished or stopped)."""
