@@ -15,6 +15,7 @@ from typing import Any
 
 from .options import _at_least, add_engine_arguments, engine_options_from
 from .options import probability as _probability
+from .suggest import SuggestingParser
 
 SAMPLE_TRACE = "sample-lublin256-1000.swf"
 
@@ -26,7 +27,7 @@ def _sample_path() -> str:
 def build_parser() -> argparse.ArgumentParser:
     from .core.cluster_spec import CLUSTER_FORMS
 
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="schedd",
         description="HPC job-scheduler engine: offline simulation of scheduling policies on "
         "node pools and Blue Gene/Q partitions.",
@@ -89,19 +90,27 @@ def build_parser() -> argparse.ArgumentParser:
         "accuracy", help="set the accuracy of runtime estimates",
         description="Rewrite requested times as t_sch = t_run + alpha x (t_req - t_run) (the "
         "checkpoint-backfilling paper, §4.2): alpha 0 gives exact estimates, 1 the trace's.")
-    acc.add_argument("--trace", required=True, help="input SWF/CWF trace")
+    acc.add_argument("input", nargs="?", metavar="INPUT", help="SWF/CWF trace, plain or .gz")
+    acc.add_argument("--trace", dest="old_trace", default=None, help=argparse.SUPPRESS)
     acc.add_argument("--alpha", type=_at_least(0), required=True, metavar="A",
                      help="0 = actual runtimes, 1 = unchanged")
-    acc.add_argument("--out", required=True, metavar="FILE", help="output trace (.gz: gzip)")
-    acc.add_argument("--lenient", action="store_true", help="skip malformed trace lines")
+    acc.add_argument("-o", "--out", required=True, metavar="OUTPUT",
+                     help="output trace (.gz: gzip)")
+    acc.add_argument("--lenient", action="store_true",
+                     help="skip malformed trace lines (and report how many) instead of "
+                     "stopping")
     _add_lublin_parser(wl_sub)
     _add_hybrid_parser(wl_sub)
     _add_realtime_parser(wl_sub)
     from .compare import add_parser as add_compare_parser
     from .milp.cli import add_parser as add_milp_parser
+    from .report.cli import add_parser as add_report_parser
+    from .sweep.cli import add_parser as add_sweep_parser
 
     add_compare_parser(sub)
     add_milp_parser(sub)
+    add_report_parser(sub)
+    add_sweep_parser(sub)
     pol = sub.add_parser("policies", help="list policies with their options and defaults")
     pol.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                      help="also list the policies this module registers; repeatable")
@@ -119,8 +128,8 @@ def _add_lublin_parser(wl_sub: Any) -> None:
         "parameterises it (Tables I and II): sizes in units of --unit processors, small (1-3 "
         "units) with probability P_S; hyper-Gamma runtimes correlated with size; Gamma "
         "arrivals with beta_arr solved for the target load; dedicated jobs with requested "
-        "start times; ET/RT elastic control commands. Writes CWF and prints the target and "
-        "achieved load. See docs/workloads.md.")
+        "start times; ET/RT elastic control commands only when asked (--ecc, --pe, --pr). "
+        "Writes CWF and prints the target and achieved load. See docs/workloads.md.")
     lub.add_argument("--jobs", type=_at_least(1, int), default=500, metavar="N",
                      help="number of jobs (default 500)")
     lub.add_argument("--seed", type=_at_least(0, int), default=0,
@@ -140,10 +149,15 @@ def _add_lublin_parser(wl_sub: Any) -> None:
                      help="P_S, probability of a small job (default 0.5)")
     lub.add_argument("--pd", type=_probability, default=0.0, metavar="P",
                      help="P_D, probability of a dedicated job (default 0: batch only)")
-    lub.add_argument("--pe", type=_probability, default=0.2, metavar="P",
-                     help="P_E, probability of a runtime extension (ET) command (default 0.2)")
-    lub.add_argument("--pr", type=_probability, default=0.1, metavar="P",
-                     help="P_R, probability of a runtime reduction (RT) command (default 0.1)")
+    lub.add_argument("--ecc", action="store_true",
+                     help="add the paper's elastic control commands (P_E 0.2, P_R 0.1, its "
+                     "elastic experiments); without it, --pe or --pr, the workload has none")
+    lub.add_argument("--pe", type=_probability, default=None, metavar="P",
+                     help="P_E, probability of a runtime extension (ET) command (default 0; "
+                     "0.2 with --ecc)")
+    lub.add_argument("--pr", type=_probability, default=None, metavar="P",
+                     help="P_R, probability of a runtime reduction (RT) command (default 0; "
+                     "0.1 with --ecc)")
     lub.add_argument("--lead", type=_at_least(0), default=3600.0, metavar="S",
                      help="mean seconds from a dedicated job's submission to its requested "
                      "start, exponential (default 3600)")
@@ -152,7 +166,8 @@ def _add_lublin_parser(wl_sub: Any) -> None:
                      "exponential (default 0.25)")
     lub.add_argument("--overestimate", type=_at_least(1), default=1.0, metavar="F",
                      help="requested time = runtime x U(1, F) (default 1: exact estimates)")
-    lub.add_argument("--out", required=True, metavar="FILE", help="output CWF trace (.gz: gzip)")
+    lub.add_argument("-o", "--out", required=True, metavar="OUTPUT",
+                     help="output CWF trace (.gz: gzip)")
 
 
 def _add_transform_io(parser: argparse.ArgumentParser) -> None:
@@ -302,12 +317,20 @@ def main(argv: list[str] | None = None) -> int:
             from .compare import run as run_compare
 
             return run_compare(args)
+        if args.command == "sweep":
+            from .sweep.cli import run as run_sweep
+
+            return run_sweep(args)
+        if args.command == "report":
+            from .report.cli import run as run_report
+
+            return run_report(args)
         if args.command == "serve":
             from .daemon.server import serve_main
 
             return serve_main(args)
     except (TraceError, ClusterError, PolicyError, DecisionError, CompareError,
-            OutputError) as err:
+            UsageError) as err:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -368,12 +391,13 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-class OutputError(Exception):
-    """An output path that cannot be written (one sentence)."""
+class UsageError(Exception):
+    """A command line that cannot work: an unwritable output, a missing input (one
+    sentence)."""
 
 
 def _writable_dir(path: str) -> str:
-    """`path`, created if needed; OutputError naming it if it cannot be written to."""
+    """`path`, created if needed; UsageError naming it if it cannot be written to."""
     try:
         os.makedirs(path, exist_ok=True)
         probe = os.path.join(path, ".schedd-write-test")
@@ -381,17 +405,21 @@ def _writable_dir(path: str) -> str:
             pass
         os.remove(probe)
     except OSError as err:
-        raise OutputError(f"cannot write to the output directory {path} "
+        raise UsageError(f"cannot write to the output directory {path} "
                           f"({err.strerror or err})") from None
     return path
 
 
 def _writable_file(path: str) -> str:
-    """`path`'s directory exists and takes files; OutputError naming it otherwise."""
+    """`path`'s directory exists and takes files; UsageError naming it otherwise."""
     parent = os.path.dirname(path) or "."
     if os.path.isdir(path):
-        raise OutputError(f"cannot write {path}: it is a directory")
-    _writable_dir(parent)
+        raise UsageError(f"cannot write {path}: it is a directory")
+    try:
+        _writable_dir(parent)
+    except UsageError as err:
+        why = str(err).rpartition(" (")[2].rstrip(")")
+        raise UsageError(f"cannot write {path} ({why})") from None
     return path
 
 
@@ -424,29 +452,42 @@ def _policies() -> int:
 
 
 def _workload(args: argparse.Namespace) -> int:
+    _writable_file(args.out)  # before the work: an unwritable path is one sentence
     if args.workload_command == "lublin":
         return _workload_lublin(args)
     if args.workload_command == "hybrid":
         return _workload_hybrid(args)
     if args.workload_command == "realtime":
         return _workload_realtime(args)
-    from .traces import read_trace
     from .traces.swf import write_trace
     from .traces.workload import with_estimate_accuracy
 
-    trace = with_estimate_accuracy(read_trace(args.trace, lenient=args.lenient), args.alpha)
+    if args.old_trace is not None:
+        if args.input is not None:
+            raise UsageError("give the input trace once: `schedd workload accuracy INPUT`")
+        print("schedd: warning: `workload accuracy --trace FILE` is deprecated; write "
+              "`schedd workload accuracy FILE --alpha A -o OUTPUT` (as the other workload "
+              "commands)", file=sys.stderr)
+        args.input = args.old_trace
+    if args.input is None:
+        raise UsageError("workload accuracy needs the input trace: `schedd workload "
+                          "accuracy INPUT --alpha A -o OUTPUT`")
+    trace = with_estimate_accuracy(_read_input(args), args.alpha)
     write_trace(args.out, trace)
     print(f"wrote {args.out}: {len(trace)} jobs, requested times at alpha {args.alpha:g}")
     return 0
 
 
 def _workload_lublin(args: argparse.Namespace) -> int:
-    from .traces.lublin import LublinParams, generate
+    from .traces.lublin import PAPER_P_EXTEND, PAPER_P_REDUCE, LublinParams, generate
     from .traces.swf import write_trace
 
+    # No ECCs unless asked: --ecc gives the paper's rates, --pe/--pr set their own.
+    p_extend = args.pe if args.pe is not None else (PAPER_P_EXTEND if args.ecc else 0.0)
+    p_reduce = args.pr if args.pr is not None else (PAPER_P_REDUCE if args.ecc else 0.0)
     params = LublinParams(
         jobs=args.jobs, procs=args.procs, unit=args.unit, p_small=args.ps,
-        p_dedicated=args.pd, p_extend=args.pe, p_reduce=args.pr, load=args.load,
+        p_dedicated=args.pd, p_extend=p_extend, p_reduce=p_reduce, load=args.load,
         beta_arr=args.beta_arr, lead=args.lead, ecc_mean=args.ecc_mean,
         overestimate=args.overestimate)
     try:

@@ -1,0 +1,1 @@
+"""Parameter sweeps: cells keyed by content hash, cached on disk, run on dask.distributed."""
