@@ -243,8 +243,48 @@ def _present_classes(codes: np.ndarray) -> list[tuple[int, str]]:
 # --------------------------------------------------------------------------- sections
 
 
+def _busy_after(cols: dict[str, np.ndarray], hi: float) -> np.ndarray:
+    """Per job, the node-seconds it held after time `hi`, from the per-job columns: its
+    nodes at the first start times the part of [first start, end] after `hi`, capped at
+    all it held. Exact for a job that held the same nodes from max(hi, first start) to
+    its end without a break (every job of a run without preemptions or resizes); for a job
+    preempted, shrunk or grown after `hi` it is an estimate (pass segments to be exact)."""
+    start = cols["first_start"]
+    tail = np.maximum(cols["end"] - np.maximum(start, hi), 0.0)
+    after = np.minimum(cols["alloc_nodes"] * tail, cols["busy_node_s"])
+    return np.where(start >= 0, after, 0.0)
+
+
+def _segments_busy_inside(segments: dict[str, np.ndarray], lo: float, hi: float) -> float:
+    """Node-seconds of the execution segments inside [lo, hi]."""
+    start = np.asarray(segments["start"], dtype=np.float64)
+    end = np.asarray(segments["end"], dtype=np.float64)
+    nodes = np.asarray(segments["nodes"], dtype=np.float64)
+    overlap = np.maximum(np.minimum(end, hi) - np.maximum(start, lo), 0.0)
+    return float((nodes * overlap).sum())
+
+
+def _window_utilization(cols: dict[str, np.ndarray], total_nodes: int,
+                        segments: dict[str, np.ndarray] | None) -> float | None:
+    """Busy node-seconds inside [first submit, last submit] over total_nodes x that span:
+    the utilisation of the submission window, which leaves out the drain after the last
+    arrival (docs/metrics.md). Nothing runs before the first submit, so only the end of
+    the window clips."""
+    if not cols["submit"].size:
+        return None
+    lo, hi = float(cols["submit"].min()), float(cols["submit"].max())
+    if segments is not None:
+        inside = _segments_busy_inside(segments, lo, hi)
+    else:
+        inside = float(cols["busy_node_s"].sum() - _busy_after(cols, hi).sum())
+    value = _ratio(inside, total_nodes * (hi - lo))
+    # A window of a few ulps (submissions a rounding error apart) measures nothing.
+    return value if value is None or math.isfinite(value) else None
+
+
 def _utilization(cols: dict[str, np.ndarray], waste: np.ndarray | None,
-                 total_nodes: int) -> dict[str, Any]:
+                 total_nodes: int, segments: dict[str, np.ndarray] | None = None
+                 ) -> dict[str, Any]:
     n = cols["submit"].size
     makespan = float(cols["end"].max() - cols["submit"].min()) if n else 0.0
     capacity = total_nodes * makespan
@@ -252,6 +292,7 @@ def _utilization(cols: dict[str, np.ndarray], waste: np.ndarray | None,
     useful = float(cols["useful_node_s"].sum())
     return {
         "utilization": _ratio(busy, capacity),
+        "utilization_window": _window_utilization(cols, total_nodes, segments),
         "productive_utilization": _ratio(useful, capacity),
         "overhead_utilization": _ratio(busy - useful, capacity),
         # The hybrid paper's system utilisation: busy time minus what interruptions wasted.
@@ -390,8 +431,14 @@ def summarize(
     *,
     total_nodes: int,
     options: MetricOptions = MetricOptions(),  # noqa: B008 - frozen, so sharing is safe
+    segments: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """JSON-serialisable summary of a run; same input gives the same dict, key order included."""
+    """JSON-serialisable summary of a run; same input gives the same dict, key order included.
+
+    `segments` (optional: columns `job`, `start`, `end`, `nodes`, one row per stretch of
+    holding nodes, as the RunRecorder keeps them) makes `utilization_window` exact for
+    jobs preempted or resized after the last submission; without it that figure comes
+    from the per-job columns."""
     if total_nodes <= 0:
         raise ValueError(f"total_nodes must be positive, got {total_nodes}")
     all_cols = _columns(results)
@@ -417,7 +464,7 @@ def summarize(
         "mean_slowdown": headline["slowdown"],
         "mean_bounded_slowdown": headline["bounded_slowdown"],
         "mean_bounded_slowdown_600": headline["bounded_slowdown_600"],
-        **_utilization(cols, waste, total_nodes),
+        **_utilization(cols, waste, total_nodes, _kept_segments(segments, results, keep)),
         "jobs_by_class": _class_counts(classes, present),
         "final_states": _final_states(cols["final_state"]),
         **_preemption(cols, classes, present),
@@ -428,6 +475,17 @@ def summarize(
         "stats": stats,
         "options": options.as_json(),
     }
+
+
+def _kept_segments(segments: dict[str, np.ndarray] | None, results: dict[str, np.ndarray],
+                   keep: np.ndarray) -> dict[str, np.ndarray] | None:
+    """The segments of the jobs the window filter kept (all of them without a filter)."""
+    if segments is None or keep.all():
+        return segments
+    if "id" not in results:
+        raise KeyError("segments with a window filter need the results' id column")
+    mine = np.isin(np.asarray(segments["job"]), np.asarray(results["id"])[keep])
+    return {name: np.asarray(segments[name])[mine] for name in ("start", "end", "nodes")}
 
 
 def per_job(
@@ -492,7 +550,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         "headline:",
     ]
     head_keys = ["mean_wait_s", "mean_response_s", "mean_slowdown", "mean_bounded_slowdown",
-                 "mean_bounded_slowdown_600", "utilization", "productive_utilization",
+                 "mean_bounded_slowdown_600", "utilization", "utilization_window",
+                 "productive_utilization",
                  "overhead_utilization", "utilization_excl_waste", "preemption_ratio",
                  "ondemand_instant_start_ratio", "ondemand_prompt_start_ratio"]
     lines += _kv_lines([(k, summary[k]) for k in head_keys])

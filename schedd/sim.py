@@ -86,11 +86,18 @@ def simulate(
         progress(len(engine.results))
     arrays = engine.results.arrays(copy=False)
     sort_results(arrays)
-    summary = summarize(arrays, total_nodes=cluster.total_nodes,
-                        options=metric_options
-                        or MetricOptions(prompt_grace_s=engine.options.warning_s))
+    segments = None
     if engine.recorder is not None:
         engine.recorder.close_open(engine.now)
+        rec = engine.recorder  # its segments make the windowed utilisation exact
+        segments = {"job": np.asarray(rec.seg_job, dtype=np.int64),
+                    "start": np.asarray(rec.seg_start, dtype=np.float64),
+                    "end": np.asarray(rec.seg_end, dtype=np.float64),
+                    "nodes": np.asarray(rec.seg_nodes, dtype=np.int64)}
+    summary = summarize(arrays, total_nodes=cluster.total_nodes,
+                        options=metric_options
+                        or MetricOptions(prompt_grace_s=engine.options.warning_s),
+                        segments=segments)
     return RunResult(arrays, summary, engine, engine.recorder)
 
 
@@ -236,7 +243,8 @@ def format_brief(summary: dict[str, Any]) -> str:
                     if dropped else "")),
         ("makespan", f"{_num(summary['makespan_s'])} s"),
         ("utilisation", f"{summary['utilization']:.3f} (productive "
-                        f"{summary['productive_utilization']:.3f})"),
+                        f"{summary['productive_utilization']:.3f}, submission window "
+                        f"{_num(summary.get('utilization_window'), 3)})"),
         ("wait (s)", dist("wait_s", 0)),
         ("response (s)", dist("response_s", 0)),
         ("slowdown", dist("slowdown", 2)),

@@ -341,7 +341,8 @@ def test_group_percentiles_equal_np_percentile() -> None:
 TOP_KEYS = [
     "jobs", "started", "input_rows", "total_nodes", "mean_wait_s", "mean_response_s",
     "mean_slowdown", "mean_bounded_slowdown", "mean_bounded_slowdown_600", "utilization",
-    "productive_utilization", "overhead_utilization", "utilization_excl_waste", "makespan_s",
+    "utilization_window", "productive_utilization", "overhead_utilization",
+    "utilization_excl_waste", "makespan_s",
     "jobs_by_class",
     "final_states", "preemption_ratio", "preemption_ratio_by_class", "preemptions",
     "checkpoints", "failures", "lost_node_h", "ckpt_node_h", "restart_node_h",
@@ -360,7 +361,8 @@ def test_empty_input_gives_nulls_not_errors() -> None:
     for key in ("mean_wait_s", "mean_slowdown", "mean_bounded_slowdown_600", "utilization",
                 "productive_utilization", "preemption_ratio", "ondemand_instant_start_ratio",
                 "mean_queue_length", "backfill_ratio", "checkpoints_per_node_day",
-                "wasted_ratio", "utilization_excl_waste", "ondemand_prompt_start_ratio"):
+                "wasted_ratio", "utilization_excl_waste", "ondemand_prompt_start_ratio",
+                "utilization_window"):
         assert s[key] is None, key
     assert s["stats"]["by_class"] == {}
     assert s["stats"]["all"]["wait_s"]["p50"] is None
@@ -405,7 +407,7 @@ def test_bad_arguments_raise() -> None:
 
 def test_format_summary_is_a_fixed_width_table() -> None:
     text = format_summary(summarize(three_jobs(), total_nodes=10))
-    assert "utilization" in text and "narrow-short" in text and "class batch" in text
+    assert "utilization_window" in text and "narrow-short" in text and "class batch" in text
     table = [ln for ln in text.splitlines() if ln.startswith("  all ")]
     assert len(table) == 5  # one row per per-job metric
     assert len({len(ln) for ln in table}) == 1
@@ -466,3 +468,110 @@ def test_utilization_excluding_waste_and_prompt_ondemand_starts() -> None:
     assert s["ondemand_prompt_start_ratio"] == s["ondemand_instant_start_ratio"]
     with pytest.raises(ValueError, match="prompt_grace_s"):
         MetricOptions(prompt_grace_s=-1)
+
+
+# --------------------------------------------------------------------------- windowed utilisation
+
+
+def test_window_utilization_three_jobs() -> None:
+    # Submissions at 0, 10, 20: the window is [0, 20], capacity 10 nodes x 20 s = 200.
+    # Inside it only A runs (4 nodes from 0): 4 x 20 = 80. B (starts 50) and C (starts 100)
+    # are after it. 80 / 200 = 0.4, where the makespan figure is 1410 / 2500 = 0.564.
+    s = summarize(three_jobs(), total_nodes=10)
+    assert s["utilization_window"] == pytest.approx(0.4)
+    assert s["utilization"] == pytest.approx(0.564)
+
+
+def preempted_run() -> dict[str, np.ndarray]:
+    """4 nodes; the last submit (Y, at 40) closes the window [0, 40], capacity 160.
+
+    job  submit  held (segments)            nodes  busy
+    X    0       [0, 30] and [50, 80]        2      120   preempted at 30, waits 30-50
+    Z    10      [10, 50]                    1      40    straddles the window's end
+    Y    40      [40, 100]                   2      120   starts at the window's end
+    """
+    return make_results(submit=[0, 10, 40], first_start=[0, 10, 40], end=[80, 50, 100],
+                        executed=[60, 40, 60], alloc_nodes=[2, 1, 2],
+                        busy_node_s=[120, 40, 120], preemptions=[1, 0, 0])
+
+
+PREEMPTED_SEGMENTS = {"job": np.array([0, 0, 1, 2]), "start": np.array([0.0, 50, 10, 40]),
+                      "end": np.array([30.0, 80, 50, 100]), "nodes": np.array([2, 2, 1, 2])}
+
+
+def test_window_utilization_with_segments_is_exact() -> None:
+    # Inside [0, 40]: X 2 x 30 = 60 (its second segment is after), Z 1 x 30 = 30 (its
+    # last 10 s are after), Y 0. 90 / 160 = 0.5625. Makespan figure: 280 / (4 x 100).
+    s = summarize(preempted_run(), total_nodes=4, segments=PREEMPTED_SEGMENTS)
+    assert s["utilization_window"] == pytest.approx(90 / 160)
+    assert s["utilization"] == pytest.approx(0.7)
+
+
+def test_window_utilization_from_job_columns() -> None:
+    # Without segments, the part after the window's end is nodes x (end - max(40, start)),
+    # capped at busy: X min(2 x 40, 120) = 80, Z min(1 x 10, 40) = 10, Y min(2 x 60, 120) =
+    # 120. Inside: (120 - 80) + (40 - 10) + 0 = 70 -> 70 / 160. Z (uninterrupted) is exact;
+    # X was preempted and waiting at 40, so its estimate (40) is below the truth (60).
+    s = summarize(preempted_run(), total_nodes=4)
+    assert s["utilization_window"] == pytest.approx(70 / 160)
+
+
+def test_window_utilization_follows_the_window_filter() -> None:
+    # window=(0, 80) keeps X and Z (Y ends at 100): submissions 0 and 10, window [0, 10],
+    # capacity 40. Segments of the kept jobs inside: X 2 x 10 = 20, Z 0 -> 0.5.
+    opts = MetricOptions(window=(0, 80))
+    s = summarize(preempted_run(), total_nodes=4, options=opts, segments=PREEMPTED_SEGMENTS)
+    assert s["jobs"] == 2 and s["utilization_window"] == pytest.approx(0.5)
+
+
+def test_window_utilization_of_one_instant_is_null() -> None:
+    s = summarize(make_results(submit=[5, 5], first_start=[5, 6], end=[10, 9]), total_nodes=2)
+    assert s["utilization_window"] is None  # first submit = last submit: no window
+    json.dumps(s, allow_nan=False)
+
+
+@settings(max_examples=100)
+@given(jobs=st.lists(st.tuples(st.integers(0, 10**5), st.integers(0, 10**4),
+                               st.integers(0, 10**4), st.integers(1, 8)),
+                     min_size=2, max_size=30))
+def test_window_utilization_exact_for_uninterrupted_jobs(
+        jobs: list[tuple[int, int, int, int]]) -> None:
+    """Without preemptions or resizes, the per-job figure equals the segments' figure
+    (times in whole seconds, as traces give them: no cancellation below a second)."""
+    submit, wait, run, nodes = (np.array(c, dtype=np.float64) for c in zip(*jobs, strict=True))
+    start = submit + wait
+    r = make_results(submit=submit, first_start=start, end=start + run, alloc_nodes=nodes)
+    segments = {"job": r["id"], "start": start, "end": start + run, "nodes": nodes}
+    a = summarize(r, total_nodes=1000)["utilization_window"]
+    b = summarize(r, total_nodes=1000, segments=segments)["utilization_window"]
+    if submit.max() == submit.min():
+        assert a is None and b is None
+    else:
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12)
+
+
+def test_window_utilization_of_a_simulation_matches_its_time_series() -> None:
+    """End to end: a simulated run's windowed utilisation (exact, from its segments) equals
+    the busy-node time series integrated over [first submit, last submit], and the per-job
+    estimate agrees when nothing is preempted."""
+    from schedd.core.cluster import NodePool
+    from schedd.policies import make_policy
+    from schedd.sim import simulate
+    from schedd.traces import normalize
+    from schedd.traces.lublin import LublinParams, generate
+
+    trace = normalize(generate(LublinParams(jobs=120, load=1.0, p_extend=0, p_reduce=0),
+                               seed=3).trace)
+    cluster = NodePool(trace.max_nodes)
+    run = simulate(trace, cluster, make_policy("easy", [], cluster), record=True)
+    rec = run.recorder
+    assert rec is not None
+    t, busy = np.asarray(rec.ts_time), np.asarray(rec.ts_busy, dtype=np.float64)
+    lo, hi = float(trace.columns["submit"].min()), float(trace.columns["submit"].max())
+    edges = np.clip(np.append(t, t[-1]), lo, hi)  # busy[i] holds from t[i] to t[i + 1]
+    inside = float((busy * np.diff(edges)).sum())
+    expected = inside / (cluster.total_nodes * (hi - lo))
+    assert 0.5 < expected < 1.0  # the window is busy, but not full
+    assert run.summary["utilization_window"] == pytest.approx(expected, rel=1e-12)
+    plain = summarize(run.results, total_nodes=cluster.total_nodes)
+    assert plain["utilization_window"] == pytest.approx(expected, rel=1e-12)
