@@ -37,7 +37,7 @@ DEFAULT_RUNS: tuple[str, ...] = (
     "wcjs ckpt=app --app-overhead 10",
     "wcjs ckpt=jit",
 )
-SUMMARY_KEYS = ("productive_utilization", "utilization", "preemptions")
+SUMMARY_KEYS = ("productive_utilization", "utilization", "utilization_window", "preemptions")
 
 
 class CompareError(ValueError):
@@ -243,8 +243,8 @@ def markdown(result: dict[str, Any], baseline: str | None = None) -> str:
         out += [f"### {p}% real-time jobs: all jobs", "",
                 "| run | RTJ BSD mean | p50 | p95 | BJ BSD mean | p50 | p95 | RTJ change | "
                 "BJ change | RTJ turnaround h | BJ turnaround h | productive util | "
-                "overhead node-h | preemptions |",
-                "|---|" + "---:|" * 14]
+                "window util | overhead node-h | preemptions |",
+                "|---|" + "---:|" * 15]
         for label, row in rows.items():
             by = row["stats"]["by_class"]
             rt, bj = _bsld(by.get("realtime")), _bsld(by.get("batch"))
@@ -258,7 +258,8 @@ def markdown(result: dict[str, Any], baseline: str | None = None) -> str:
                 f"| {_change(bj['mean'], b_bj.get('mean'))} "
                 f"| {_cell(turn[0] / 3600 if turn[0] is not None else None, '.2f')} "
                 f"| {_cell(turn[1] / 3600 if turn[1] is not None else None, '.2f')} "
-                f"| {row['productive_utilization']:.4f} | {row['overhead_node_h']:,.0f} "
+                f"| {row['productive_utilization']:.4f} "
+                f"| {row['utilization_window']:.4f} | {row['overhead_node_h']:,.0f} "
                 f"| {row['preemptions']:.1f} |")
         out.append("")
         for cat in CATEGORY_NAMES:
