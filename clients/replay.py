@@ -54,6 +54,7 @@ import numpy as np
 
 from schedd.core.job import JobSpec
 from schedd.core.results import COLUMNS
+from schedd.suggest import SuggestingParser
 from schedd.v1 import scheduler_pb2 as pb
 
 from .common import add_connection_arguments, aio_channel, metadata, rpc_error_text, stub
@@ -71,21 +72,22 @@ class ReplayError(RuntimeError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = SuggestingParser(
         prog="schedd-replay",
         description="Replay an SWF/CWF trace into a running schedd daemon and write the same "
         "DIR/jobs.swf, jobs.csv and summary.json as `schedd simulate`.")
     p.add_argument("trace", nargs="?", default=None,
                    help="SWF or CWF trace (default: the bundled 1,000-job Lublin excerpt)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--lockstep", action="store_true",
                    help="drive the daemon's lockstep clock (results equal `schedd simulate`)")
     p.add_argument("--speedup", type=float, default=None, metavar="K",
                    help="accelerated: trace seconds per wall second (default: the daemon's)")
-    p.add_argument("--lead", type=float, default=0.1, metavar="S",
-                   help="accelerated: send each job up to S wall seconds before its trace "
-                   "time, stamped with that time, so RPC latency does not make it late "
-                   "(default 0.1; 0 = send when due)")
+    p.add_argument("--lead", type=float, default=5.0, metavar="S",
+                   help="accelerated: send each job at least S wall seconds before its trace "
+                   "time, stamped with that time (held pending until then), so that a "
+                   "loaded machine's delays do not make it late; grows to 3x the slowest "
+                   "submission seen (default 5; 0 = send when due, never grows)")
     p.add_argument("--window", type=int, default=500, metavar="N",
                    help="lockstep: jobs per window before each AdvanceClock (default 500)")
     p.add_argument("--at", type=float, default=None, metavar="T",
@@ -173,6 +175,8 @@ class Replay:
         self.ids: dict[int, int] = {}  # trace id -> daemon id, of submitted jobs
         self.run_id = uuid.uuid4().hex[:12]  # request ids: retries match, runs don't
         self.finished_before = 0  # finished jobs the daemon had before this replay
+        self.max_clock_lag = 0.0  # largest Clock.lag seen (virtual s the engine is behind)
+        self.lead = float(args.lead)  # wall seconds ahead; grows with slow submissions
 
     # ------------------------------------------------------------------ retries
     async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
@@ -220,8 +224,8 @@ class Replay:
                 raise ReplayError("the daemon runs a lockstep clock: replay with --lockstep")
             speedup = self.args.speedup or clock.speedup or 1.0
             clock = await self._clock()  # fresh: reading the trace took a while
-            # Accelerated: the first job half a wall second ahead, so that it is not late.
-            margin = 0.0 if self.args.lockstep else 0.5 * speedup
+            # Accelerated: the first job --lead wall seconds ahead, so that it is not late.
+            margin = 0.0 if self.args.lockstep else max(self.lead, 0.05) * speedup
             shift = self._shift(specs, clock.now + margin)
             self.offset = max(0, info.next_job_id - min(s.id for s in specs))
             self.finished_before = info.finished
@@ -353,7 +357,7 @@ class Replay:
                 last_sync = ref_w
                 self._progress(c, next_due=min(nexts) + shift if nexts else None)
             v = ref_v + speedup * (time.monotonic() - ref_w)
-            trace_now = v - shift + speedup * self.args.lead  # the horizon sent ahead
+            trace_now = v - shift + speedup * self.lead  # the horizon sent ahead
             ni = await self._send_notices(notices, ni, trace_now, shift)
             j = i
             while j < n and specs[j].submit <= trace_now:
@@ -361,12 +365,20 @@ class Replay:
             if j > i:
                 for s in specs[i:j]:
                     self.max_lag = max(self.max_lag, v - (s.submit + shift))
+                sent = time.monotonic()
                 await self._submit(specs[i:j], shift)
+                self._grow_lead(time.monotonic() - sent)
                 i = j
             ei = await self._send_eccs(eccs, ei, trace_now, shift)
             if nexts:
                 wait = (min(nexts) - trace_now) / speedup
                 await asyncio.sleep(min(max(wait, 0.001), 0.25))
+
+    def _grow_lead(self, rpc_wall: float) -> None:
+        """A submission that took long (a loaded machine starves the daemon or this
+        client) would make the next ones late: keep the lead at 3x the slowest one."""
+        if self.lead > 0 and 3.0 * rpc_wall > self.lead:
+            self.lead = min(3.0 * rpc_wall, 60.0)
 
     # ------------------------------------------------------------------ sending
     async def _submit(self, specs: Sequence[JobSpec], shift: float) -> None:
@@ -440,6 +452,7 @@ class Replay:
             queued = sum(c.jobs for c in info.queue_by_class)
             running = sum(c.jobs for c in info.running_by_class)
             finished = info.finished - self.finished_before
+            self.max_clock_lag = max(self.max_clock_lag, info.clock.lag)
             if info.pending == 0 and queued == 0 and running == 0 and finished >= n:
                 self._progress(info.clock, running=running, finished=finished)
                 return
@@ -514,7 +527,9 @@ class Replay:
             "jobs": len(specs), "wall_s": wall, "shift_s": shift, "id_offset": self.offset,
             "late_submissions": int(np.sum(results["submit"] > _trace_submits(specs, results)
                                            + 1e-9)),
-            "max_submit_lag_s": self.max_lag, "server": self.args.server,
+            "max_submit_lag_s": self.max_lag, "max_clock_lag_s": self.max_clock_lag,
+            "lead_s": self.lead,
+            "server": self.args.server,
             "fallback": policy.get("fallback"), "budget_s": policy.get("budget"),
         }
         compare = self.args.compare if self.args.compare is not None else not self.args.lockstep
@@ -535,6 +550,7 @@ class Replay:
 
     def _progress(self, clock: Any, next_due: float | None = None,
                   running: int | None = None, finished: int | None = None) -> None:
+        self.max_clock_lag = max(self.max_clock_lag, clock.lag)
         if self.status is None:
             return
         started = None if running is None or finished is None else running + finished

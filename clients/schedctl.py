@@ -23,6 +23,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from schedd.durations import DurationError, parse_duration
+from schedd.suggest import SuggestingParser
 from schedd.v1 import scheduler_pb2 as pb
 
 from .common import DEFAULT_SERVER, add_connection_arguments, channel, metadata, stub
@@ -38,7 +39,7 @@ STATES = {name[len("JOB_STATE_"):].lower(): value
           for name, value in pb.JobState.items() if value != pb.JOB_STATE_UNSPECIFIED}
 ECC_KINDS = {"ET": pb.ECC_KIND_ET, "RT": pb.ECC_KIND_RT, "EP": pb.ECC_KIND_EP,
              "RP": pb.ECC_KIND_RP}
-GLOBAL_VALUE_OPTIONS = ("--server", "--token", "--tls-ca", "--timeout")
+GLOBAL_VALUE_OPTIONS = ("--server", "--token", "--tls-ca", "--timeout", "--wait")
 UNREACHABLE = re.compile(r"failed to connect|connect failed|connection refused|"
                          r"dns resolution failed|name resolution|errors resolving|no route to host|"
                          r"network is unreachable|handshake failed|connection reset",
@@ -294,10 +295,21 @@ class Context:
     def json(self) -> bool:
         return bool(self.args.json)
 
-    def call(self, name: str, request: Message, *, wait: bool = False) -> Any:
-        """Call the unary RPC `name`; `wait`: no deadline unless --timeout was given."""
+    def connect(self) -> grpc.Channel:
+        """The channel, opened on first use; with --wait, once the daemon answers."""
         if self._channel is None:
             self._channel = channel(self.args)
+            if self.args.wait:
+                try:
+                    grpc.channel_ready_future(self._channel).result(timeout=self.args.wait)
+                except grpc.FutureTimeoutError:
+                    raise Unreachable(f"the daemon at {self.args.server} did not come up "
+                                      f"within {fmt_num(self.args.wait)} s (--wait)") from None
+        return self._channel
+
+    def call(self, name: str, request: Message, *, wait: bool = False) -> Any:
+        """Call the unary RPC `name`; `wait`: no deadline unless --timeout was given."""
+        self.connect()
         method = getattr(stub(self._channel), name)
         timeout = self.args.timeout
         if timeout is None:
@@ -305,8 +317,7 @@ class Context:
         return method(request, timeout=timeout or None, metadata=metadata(self.args.token))
 
     def stream(self, name: str, request: Message) -> Any:
-        if self._channel is None:
-            self._channel = channel(self.args)
+        self.connect()
         method = getattr(stub(self._channel), name)
         return method(request, timeout=self.args.timeout or None,
                       metadata=metadata(self.args.token))
@@ -494,11 +505,13 @@ def _globals_parent() -> argparse.ArgumentParser:
                    help="deadline of each call in seconds (0: none)")
     g.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                    help="machine-readable JSON output")
+    g.add_argument("--wait", type=seconds, default=argparse.SUPPRESS, metavar="S",
+                   help="wait up to S for the daemon to come up")
     return p
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog=PROG,
         description="Command-line client of the schedd daemon (`schedd serve`): submit and "
                     "control jobs, follow events, inspect the cluster, drive the clock. "
@@ -514,6 +527,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true",
                         help="machine-readable output: the API's messages as JSON (proto "
                              "field names); `watch` prints one object per line")
+    parser.add_argument("--wait", type=seconds, default=None, metavar="S",
+                        help="wait up to S (a duration) for the daemon to come up before "
+                             "the command, e.g. right after starting it (default: fail at "
+                             "once if it is not there)")
     parent = _globals_parent()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -753,6 +770,9 @@ def main(argv: list[str] | None = None) -> int:
         args.run(ctx)
     except grpc.RpcError as err:
         print(_failure(err, args.server), file=sys.stderr)
+        return 1
+    except Unreachable as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `schedctl watch | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -244,7 +244,7 @@ def markdown(result: dict[str, Any], baseline: str | None = None) -> str:
                 "| run | RTJ BSD mean | p50 | p95 | BJ BSD mean | p50 | p95 | RTJ change | "
                 "BJ change | RTJ turnaround h | BJ turnaround h | productive util | "
                 "window util | overhead node-h | preemptions |",
-                "|---|" + "---:|" * 15]
+                "|---|" + "---:|" * 14]
         for label, row in rows.items():
             by = row["stats"]["by_class"]
             rt, bj = _bsld(by.get("realtime")), _bsld(by.get("batch"))

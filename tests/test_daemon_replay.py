@@ -30,7 +30,8 @@ def _write_trace(path: Path, jobs: list[tuple[int, float, float, int]], header: 
 def _run_replay(d: DaemonProc, *args: str, timeout: float = 120
                 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "schedd_clients.replay", "--server",
-                           d.address, "--no-progress", *args], capture_output=True, text=True,
+                           d.address, "--no-progress", "--lead", "1", *args],
+                          capture_output=True, text=True,
                           timeout=timeout)
 
 

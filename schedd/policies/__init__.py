@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..core.cluster import Cluster
+from ..suggest import did_you_mean
 from .backfill import Easy, EasyBestFit, EasySjf
 from .base import Policy, PolicyError, option_help, parse_options
 from .ckpt_backfill import CkptBackfill
@@ -58,7 +59,8 @@ def load_plugin(spec: str) -> None:
 def make_policy(name: str, option_pairs: list[str], cluster: Cluster) -> Policy:
     cls = POLICIES.get(name)
     if cls is None:
-        raise PolicyError(f"unknown policy {name!r}; valid policies: {', '.join(sorted(POLICIES))}")
+        raise PolicyError(f"unknown policy {name!r}{did_you_mean(name, POLICIES)}; valid "
+                          f"policies: {', '.join(sorted(POLICIES))}")
     return cls(parse_options(name, cls.Options, option_pairs), cluster)
 
 

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from ..core.cluster import Cluster
 from ..core.decisions import Decision
 from ..core.view import View
+from ..suggest import did_you_mean
 
 
 class PolicyError(ValueError):
@@ -112,7 +113,8 @@ def parse_options(policy_name: str, options_cls: type, pairs: list[str]) -> Any:
             raise PolicyError(f"option {pair!r} is not KEY=VALUE")
         if key not in fields:
             valid = ", ".join(fields) or "none"
-            raise PolicyError(f"policy {policy_name} has no option {key!r}; valid options: {valid}")
+            raise PolicyError(f"policy {policy_name} has no option {key!r}"
+                              f"{did_you_mean(key, fields)}; valid options: {valid}")
         values[key] = _convert(policy_name, key, hints[key], raw.strip())
     return options_cls(**values)
 
