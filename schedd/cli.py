@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--timeseries-step", type=_at_least(0), default=0.0, metavar="S",
                      help="timeseries.csv at every multiple of S virtual seconds (default 0: "
                      "one row per change of the machine's state)")
+    sim.add_argument("--no-run-files", action="store_true",
+                     help="write no segments.csv and timeseries.csv (a little faster)")
     add_engine_arguments(sim)
 
     from .daemon.config import add_serve_parser
@@ -373,7 +375,8 @@ def _simulate(args: argparse.Namespace) -> int:
     progress, close = _progress_bar(len(trace), args.no_progress)
     try:
         run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
-                       check_invariants=args.validate, progress=progress, record=True)
+                       check_invariants=args.validate, progress=progress,
+                       record=not args.no_run_files)
     finally:
         close()
     description = describe_run(path, trace, cluster, policy, args.seed, engine_options)
@@ -386,8 +389,8 @@ def _simulate(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(format_brief(summary))
     if not args.quiet:
-        print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json, segments.csv, "
-              "timeseries.csv")
+        files = "" if args.no_run_files else ", segments.csv, timeseries.csv"
+        print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json{files}")
     return 0
 
 

@@ -16,15 +16,15 @@ in force at every multiple of the step).
 
 from __future__ import annotations
 
+import bisect
 import heapq
-from array import array
 from pathlib import Path
 
 import numpy as np
 
 from .core.bgq import BlockCluster, iter_bits
 from .core.cluster import Cluster
-from .core.recorder import END_REASONS, TIMESERIES_COLUMNS, RunRecorder
+from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunRecorder
 from .core.results import CLASS_CODES
 
 SEGMENT_COLUMNS = (
@@ -77,14 +77,17 @@ class _FreeNodes:
         return got
 
     def give(self, ranges: list[tuple[int, int]]) -> None:
-        merged = sorted(self._ranges + ranges)
-        out: list[tuple[int, int]] = []
-        for lo, hi in merged:
-            if out and out[-1][1] == lo:
-                out[-1] = (out[-1][0], hi)
-            else:
-                out.append((lo, hi))
-        self._ranges = out
+        free = self._ranges
+        for lo, hi in ranges:
+            i = bisect.bisect_left(free, (lo, hi))
+            if i > 0 and free[i - 1][1] == lo:  # joins the range before it
+                i -= 1
+                lo = free[i][0]
+                del free[i]
+            if i < len(free) and free[i][0] == hi:  # and the one after it
+                hi = free[i][1]
+                del free[i]
+            free.insert(i, (lo, hi))
 
 
 def _ranges_text(ranges: list[tuple[int, int]]) -> str:
@@ -170,16 +173,42 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
 
 
 def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarray]:
-    """The time series as columns; with step > 0, the state in force at every multiple of
-    the step from the first sample to the last."""
-    cols: list[array] = [rec.ts_time, rec.ts_busy, rec.ts_down, rec.ts_queue,
-                         rec.ts_queued_ns, rec.ts_running, rec.ts_reserved]
-    table = {name: np.array(col, dtype=np.float64 if col.typecode == "d" else np.int64)
-             for name, col in zip(TIMESERIES_COLUMNS, cols, strict=True)}
-    if step > 0 and len(table["time"]):
-        t = table["time"]
-        grid = np.arange(np.ceil(t[0] / step) * step, t[-1] + step / 2, step)
-        at = np.searchsorted(t, grid, side="right") - 1
+    """The machine's state after every instant at which it changed, from the recorder's
+    segments, waits and level changes (a cumulative sum of their deltas, last value per
+    instant, unchanged instants dropped); with step > 0, the state in force at every
+    multiple of the step from the first row to the last."""
+    seg_start, seg_end = np.array(rec.seg_start), np.array(rec.seg_end)
+    seg_nodes = np.array(rec.seg_nodes, dtype=np.int64)
+    w_start, w_end = np.array(rec.wait_start), np.array(rec.wait_end)
+    # Queued node-seconds in integer milli-node-seconds: the sums are then exact.
+    w_ns = np.rint(np.array(rec.wait_node_s) * 1000.0).astype(np.int64)
+    lvl_t, lvl_kind = np.array(rec.lvl_time), np.array(rec.lvl_kind, dtype=np.int64)
+    lvl_d = np.array(rec.lvl_delta, dtype=np.int64)
+    n_seg, n_wait, n_lvl = len(seg_start), len(w_start), len(lvl_t)
+    ones_s, ones_w = np.ones(n_seg, np.int64), np.ones(n_wait, np.int64)
+    zs, zw, zl = (np.zeros(k, np.int64) for k in (n_seg, n_wait, n_lvl))
+    # One delta row per event: busy, down, queue, queued (milli), running, reserved.
+    times = np.concatenate([seg_start, seg_end, w_start, w_end, lvl_t])
+    deltas = np.column_stack([
+        np.concatenate([seg_nodes, -seg_nodes, zw, zw, zl]),
+        np.concatenate([zs, zs, zw, zw, np.where(lvl_kind == DOWN, lvl_d, 0)]),
+        np.concatenate([zs, zs, ones_w, -ones_w, zl]),
+        np.concatenate([zs, zs, w_ns, -w_ns, zl]),
+        np.concatenate([ones_s, -ones_s, zw, zw, zl]),
+        np.concatenate([zs, zs, zw, zw, np.where(lvl_kind == RESERVED, lvl_d, 0)]),
+    ]) if len(times) else np.zeros((0, 6), np.int64)
+    order = np.argsort(times, kind="stable")
+    times, levels = times[order], np.cumsum(deltas[order], axis=0)
+    last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, bool)
+    times, levels = times[last], levels[last]  # the state at the end of each instant
+    changed = np.r_[True, np.any(levels[1:] != levels[:-1], axis=1)] if len(times) else last
+    times, levels = times[changed], levels[changed]
+    table = {"time": times}
+    for k, name in enumerate(TIMESERIES_COLUMNS[1:]):
+        table[name] = levels[:, k] / 1000.0 if name == "queued_node_s" else levels[:, k]
+    if step > 0 and len(times):
+        grid = np.arange(np.ceil(times[0] / step) * step, times[-1] + step / 2, step)
+        at = np.searchsorted(times, grid, side="right") - 1
         table = {name: (grid if name == "time" else col[at]) for name, col in table.items()}
     return table
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from schedd.core.bgq import BgqCluster
 from schedd.core.checkpoint import CheckpointPolicy
 from schedd.core.cluster import NodePool
-from schedd.core.decisions import Preempt, PreemptMode, Resize, Start
+from schedd.core.decisions import Preempt, PreemptMode, Release, Reserve, Resize, Start
 from schedd.core.engine import Engine, EngineOptions
 from schedd.core.job import JobClass, JobSpec
 from schedd.core.recorder import RunRecorder
@@ -145,17 +145,58 @@ def test_bgq_segments_name_partition_and_midplanes(tmp_path):
         assert r["allocated_resources"] == interval_set(mids)
 
 
+def easy_example() -> Engine:
+    cluster = NodePool(8)
+    e = Engine(cluster, make_policy("easy", [], cluster), options=EngineOptions())
+    e.recorder = RunRecorder()
+    e.submit(JobSpec(1, 0, 100, 4, 100))
+    e.submit(JobSpec(2, 0, 50, 6, 50))
+    e.submit(JobSpec(3, 10, 30, 2, 40))
+    return finish(e)
+
+
 def test_timeseries_step_resamples_the_state_in_force():
-    rec = RunRecorder()
-    rec.sample(0.0, 0, 0, 1, 0, 0)
-    rec.sample(5.0, 4, 0, 0, 1, 0)
-    rec.sample(5.0, 6, 0, 0, 2, 0)  # same instant again: replaces
-    rec.sample(12.0, 6, 0, 0, 2, 0)  # no change: no row
-    rec.sample(25.0, 0, 0, 0, 0, 0)
-    assert timeseries_table(rec)["time"].tolist() == [0.0, 5.0, 25.0]
-    t = timeseries_table(rec, step=10.0)
-    assert t["time"].tolist() == [0.0, 10.0, 20.0]
-    assert t["busy_nodes"].tolist() == [0, 6, 6]
+    # The EASY example's rows are at 0, 10, 40, 100, 150 (busy 4, 6, 4, 6, 0).
+    t = timeseries_table(easy_example().recorder, step=50.0)
+    assert t["time"].tolist() == [0.0, 50.0, 100.0, 150.0]
+    assert t["busy_nodes"].tolist() == [4, 4, 6, 0]
+    assert t["queue_length"].tolist() == [1, 1, 0, 0]
+
+
+def test_reserved_and_down_nodes():
+    # nodes:8 by hand: a 4-node reservation at 0, released at 10; job 1 (2 nodes) runs
+    # 0-30; a node fails at some point when failures are on (below).
+    e = recorded(8)
+    e.submit(JobSpec(1, 0, 30, 2, 60))
+    e.run(until=0)
+    e.apply(Reserve("r", nodes=4))
+    e.apply(Start(1, nodes=2))
+    e.run(until=10)
+    e.apply(Release("r"))
+    finish(e)
+    t = timeseries_table(e.recorder)
+    rows = list(zip(t["time"].tolist(), t["busy_nodes"].tolist(),
+                    t["reserved_nodes"].tolist(), t["running_jobs"].tolist(), strict=True))
+    assert rows == [(0.0, 2, 4, 1), (10.0, 2, 0, 1), (30.0, 0, 0, 0)]
+    # Failures: every down-node row is a whole number of failure units, never negative,
+    # and each failure's node comes back (repairs) by the end or is still down.
+    cluster = NodePool(16)
+    f = Engine(cluster, make_policy("easy", [], cluster), seed=4,
+               options=EngineOptions(mtbf_s=2000.0, mttr_s=500.0))
+    f.recorder = RunRecorder()
+    for i in range(30):
+        f.submit(JobSpec(i + 1, i * 100.0, 900.0, 1 + i % 8, 1200.0))
+    finish(f, max_steps=100_000)
+    down = timeseries_table(f.recorder)["down_nodes"]
+    assert down.max() >= 1 and down.min() >= 0
+    assert f.stats["failures"] > f.stats["failures_ignored"]
+
+
+def test_write_timeseries_header(tmp_path):
+    write_timeseries_csv(tmp_path / "t.csv", easy_example().recorder)
+    assert (tmp_path / "t.csv").read_text().splitlines()[:2] == [
+        "time,busy_nodes,down_nodes,queue_length,queued_node_s,running_jobs,reserved_nodes",
+        "0,4,0,1,300,1,0"]
 
 
 jobs_strategy = st.lists(
@@ -229,12 +270,3 @@ def test_files_are_deterministic(tmp_path):
         rec_files.append(((out / "segments.csv").read_bytes(),
                           (out / "timeseries.csv").read_bytes()))
     assert rec_files[0] == rec_files[1]
-
-
-def test_write_timeseries_header(tmp_path):
-    rec = RunRecorder()
-    rec.sample(1.5, 2, 0, 1, 0, 0)
-    write_timeseries_csv(tmp_path / "t.csv", rec)
-    assert (tmp_path / "t.csv").read_text().splitlines() == [
-        "time,busy_nodes,down_nodes,queue_length,queued_node_s,running_jobs,reserved_nodes",
-        "1.500,2,0,1,0,0,0"]

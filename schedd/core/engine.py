@@ -39,7 +39,7 @@ from .events import Ev, EventQueue
 from .exec_state import EXEC_FIELDS, Command, Ecc, EngineOptions, Reservation, _Exec
 from .job import Job, JobClass, JobSpec, JobState, Notice
 from .lifecycle import transition
-from .recorder import RunRecorder
+from .recorder import DOWN, RESERVED, RunRecorder
 from .results import CLASS_CODES, STATE_CODES, ResultTable
 from .view import View
 
@@ -166,8 +166,6 @@ class Engine:
                 handle(kind, payload)
             self._pass()
             if not heap or heap[0][0] != t:
-                if self.recorder is not None:
-                    self._sample(t)
                 return True
         raise RuntimeError(f"more than 10,000 scheduling rounds at t={t:g}: a policy loops")
 
@@ -191,18 +189,12 @@ class Engine:
         self._busy_integral += used * (t - self._last_t)
         self.now = self._last_t = t
 
-    def _sample(self, t: float) -> None:
-        """The machine's state at the end of instant t, for the recorder's time series."""
-        assert self.recorder is not None
-        down = self._down_nodes() if self._down_units else 0
-        reserved = sum(r.nodes for r in self.reservations.values())
-        busy = self.cluster.total_nodes - self.state.free_nodes - down
-        if self.reservations:
-            busy -= self._reserved_idle_nodes()
-        self.recorder.sample(t, busy, down, len(self.queue), len(self.running), reserved)
-
     def _down_nodes(self) -> int:
-        return len(self._down_units) * (self.cluster.total_nodes // self.cluster.failure_units)
+        return len(self._down_units) * self._unit_nodes()
+
+    def _unit_nodes(self) -> int:
+        """Nodes of one failure unit (a node on a pool, a midplane on Blue Gene/Q)."""
+        return self.cluster.total_nodes // self.cluster.failure_units
 
     def _reserved_idle_nodes(self) -> int:
         return sum(r.sub.free_nodes for r in self.reservations.values())
@@ -772,6 +764,8 @@ class Engine:
             self.stats["failures_ignored"] += 1
             return
         self._down_units[key] = self.now
+        if self.recorder is not None:
+            self.recorder.level(self.now, DOWN, self._unit_nodes())
         self.events.push(self.now + self.rng.expovariate(1.0 / opts.mttr_s), EV_REPAIR, key)
 
     def _work_remains(self) -> bool:
@@ -843,6 +837,8 @@ class Engine:
     def _repair(self, key: int) -> None:
         del self._down_units[key]
         self.state.unit_up(key)
+        if self.recorder is not None:
+            self.recorder.level(self.now, DOWN, -self._unit_nodes())
         self.stats["repairs"] += 1
 
     # ------------------------------------------------------------------ decisions
@@ -962,12 +958,16 @@ class Engine:
                 f"{self.state.free_nodes} nodes free"
             )
         self.reservations[d.key] = Reservation(d.key, alloc, self.state.carve(alloc), self.now)
+        if self.recorder is not None:
+            self.recorder.level(self.now, RESERVED, alloc.nodes)
 
     def _apply_release(self, d: Release) -> None:
         res = self.reservations.pop(d.key, None)
         if res is None:
             raise DecisionError(f"no reservation named {d.key!r}")
         self.state.merge_back(res.sub, res.alloc)
+        if self.recorder is not None:
+            self.recorder.level(self.now, RESERVED, -res.alloc.nodes)
         for job in self.running.values():  # jobs inside now release to the machine
             x = self._x[job.id]
             if x.res_key == d.key:
