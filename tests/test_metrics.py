@@ -551,11 +551,13 @@ def test_window_utilization_exact_for_uninterrupted_jobs(
 
 
 def test_window_utilization_of_a_simulation_matches_its_time_series() -> None:
-    """End to end: a simulated run's windowed utilisation (exact, from its segments) equals
-    the busy-node time series integrated over [first submit, last submit], and the per-job
-    estimate agrees when nothing is preempted."""
+    """End to end: a simulated run's windowed utilisation (exact, from its segments by
+    clipping) equals the busy-node time series (a cumulative sum of the same segments)
+    integrated over [first submit, last submit], and the per-job estimate (no segments)
+    agrees when nothing is preempted."""
     from schedd.core.cluster import NodePool
     from schedd.policies import make_policy
+    from schedd.run_files import timeseries_table
     from schedd.sim import simulate
     from schedd.traces import normalize
     from schedd.traces.lublin import LublinParams, generate
@@ -564,9 +566,9 @@ def test_window_utilization_of_a_simulation_matches_its_time_series() -> None:
                                seed=3).trace)
     cluster = NodePool(trace.max_nodes)
     run = simulate(trace, cluster, make_policy("easy", [], cluster), record=True)
-    rec = run.recorder
-    assert rec is not None
-    t, busy = np.asarray(rec.ts_time), np.asarray(rec.ts_busy, dtype=np.float64)
+    assert run.recorder is not None
+    series = timeseries_table(run.recorder)
+    t, busy = series["time"], series["busy_nodes"].astype(np.float64)
     lo, hi = float(trace.columns["submit"].min()), float(trace.columns["submit"].max())
     edges = np.clip(np.append(t, t[-1]), lo, hi)  # busy[i] holds from t[i] to t[i + 1]
     inside = float((busy * np.diff(edges)).sum())
