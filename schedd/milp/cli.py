@@ -15,23 +15,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from schedd.milp.instances import DEFAULT_SEED
-from schedd.milp.model import (
+from schedd.milp.common import (
     DEFAULT_MIN_FRACTION,
     DEFAULT_RESUME,
+    DEFAULT_SEED,
     DEFAULT_THRESHOLD,
     DEFAULT_TOLERANCE,
     RESUME_MODES,
     MilpError,
-    MilpJob,
-    MilpResult,
-    SolveOptions,
-    make_instance,
-    solve,
 )
 from schedd.options import _at_least, _within
+
+if TYPE_CHECKING:  # the model loads HiGHS: imported where a solve needs it
+    from schedd.milp.model import MilpJob, MilpResult
 
 DEFAULT_CLUSTER = "bgq:16"
 DEFAULT_MAX_JOBS = 30
@@ -133,6 +131,7 @@ def _block_cluster(spec: str) -> Any:
 
 def read_jobs(path: str, cluster: Any, *, lenient: bool = False) -> list[MilpJob]:
     """The jobs of an (extended) SWF trace: class R real-time, class B batch."""
+    from schedd.milp.model import MilpJob
     from schedd.sim import max_job_nodes
     from schedd.traces import normalize, read_trace
 
@@ -159,6 +158,8 @@ def read_jobs(path: str, cluster: Any, *, lenient: bool = False) -> list[MilpJob
 
 
 def _solve(args: argparse.Namespace) -> int:
+    from schedd.milp.model import SolveOptions, make_instance, solve
+
     cluster = _block_cluster(args.cluster)
     jobs = read_jobs(args.trace, cluster, lenient=args.lenient)
     if len(jobs) > args.max_jobs:

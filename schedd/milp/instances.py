@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from schedd.core.bgq import BlockCluster
+from schedd.milp.common import DEFAULT_SEED
 from schedd.milp.model import MilpJob
 from schedd.traces.swf import Trace, TraceHeader, write_trace
 
@@ -28,7 +29,6 @@ TABLE3_SIZES = (512, 1024, 2048, 4096, 8192)
 SUBMIT_RANGE = (0, 3600)
 RUNTIME_RANGE = (600, 7200)
 WALLTIME_FACTOR = (1.0, 1.5)
-DEFAULT_SEED = 2019  # the seed of the logs in docs/milp.md and experiments/milp_table3.py
 
 
 def table3_sizes(cluster: BlockCluster) -> tuple[int, ...]:

@@ -39,18 +39,17 @@ import highspy
 import numpy as np
 
 from schedd.core.bgq import BlockCluster
+from schedd.milp.common import (  # noqa: F401 - re-exported: the model's public names
+    DEFAULT_MIN_FRACTION,
+    DEFAULT_RESUME,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TOLERANCE,
+    RESUME_MODES,
+    MilpError,
+)
 
-DEFAULT_THRESHOLD = 1.2  # SDRTJ_thresh of Table 3
-DEFAULT_TOLERANCE = 0.01
-DEFAULT_MIN_FRACTION = 0.1  # eq. 51: each piece of a preempted BJ does >= 10% of its work
-RESUME_MODES = ("same", "any")  # where piece 2 of a preempted BJ runs (the paper: same)
-DEFAULT_RESUME = "same"
 LEXICOGRAPHIC_SLACK = 1e-6  # stage 2 keeps the mean RTJ slowdown within this of stage 1
 _INF = highspy.kHighsInf
-
-
-class MilpError(ValueError):
-    """An instance the model cannot take (one sentence)."""
 
 
 @dataclass(frozen=True)
