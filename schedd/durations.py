@@ -55,17 +55,29 @@ def _parse_text(t: str, original: str, what: str) -> float:
     raise DurationError(f"expected {what} ({HINT}), got {original!r}")
 
 
-def duration_type(low: float = 0.0, strict: bool = False, what: str = "a duration"):
-    """An argparse type: a duration >= low (> low when strict), else one sentence."""
+def in_unit(text: str, unit: float = 1.0, what: str = "a duration") -> float:
+    """A duration in `unit` seconds: a plain number is already in that unit (an option
+    in hours takes 50 as 50 hours), any other form is converted (90m -> 1.5 hours)."""
+    try:
+        return parse_duration(float(text), what)
+    except ValueError:
+        return parse_duration(text, what) / unit
+
+
+def duration_type(low: float = 0.0, strict: bool = False, what: str = "a duration",
+                  unit: float = 1.0):
+    """An argparse type: a duration >= low (> low when strict) in `unit` seconds, else
+    one sentence."""
+    name = {1.0: "s", 60.0: "min", 3600.0: "h"}.get(unit, f"x {unit:g} s")
 
     def parse(text: str) -> float:
         try:
-            value = parse_duration(text, what)
+            value = in_unit(text, unit, what)
         except DurationError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
         if value < low or (strict and value == low):
             raise argparse.ArgumentTypeError(
-                f"expected {what} {'>' if strict else '>='} {low:g} s, got {text}")
+                f"expected {what} {'>' if strict else '>='} {low:g} {name}, got {text}")
         return value
 
     return parse

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .durations import duration_type
+
 
 def _at_least(low: float, kind: type = float, strict: bool = False):
     """An argparse type: a number >= low (> low when strict), else a one-sentence error."""
@@ -30,13 +32,16 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                         help="import a module (dotted name or .py file) that registers more "
                         "policies with schedd.policies.register; repeatable")
-    ck = parser.add_argument_group("checkpoints, failures and elastic commands")
+    ck = parser.add_argument_group(
+        "checkpoints, failures and elastic commands",
+        "Durations (S) take seconds, [D-]H:MM:SS or units (1h30m); HOURS options take a "
+        "plain number as hours and the other forms too (90m = 1.5).")
     ck.add_argument("--ckpt", default=None, choices=["none", "trace", "sys", "app", "daly"],
                     help="periodic checkpoints: none; per-job interval from the trace; "
                     "SYS-CKPT universal interval; APP-CKPT x%% rule; Daly's optimum (default: "
                     "what the policy's preemption scheme needs, e.g. wcjs ckpt=app -> app; "
                     "otherwise trace)")
-    ck.add_argument("--ckpt-interval", type=_at_least(0, strict=True), default=3600.0,
+    ck.add_argument("--ckpt-interval", type=duration_type(0, strict=True), default=3600.0,
                     metavar="S",
                     help="SYS-CKPT interval in compute seconds (default 3600)")
     ck.add_argument("--app-overhead", type=_at_least(0, strict=True), default=10.0,
@@ -46,24 +51,24 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                     help="checkpoint time: io = eq. 34 bandwidth model (16 GB/node, 4 GB/s per "
                     "128 nodes, 216 GB/s cap); hybrid = 600 s below 1K nodes, else 1,200 s; "
                     "fixed = --ckpt-seconds for every job")
-    ck.add_argument("--ckpt-seconds", type=_at_least(0), default=0.0, metavar="S",
+    ck.add_argument("--ckpt-seconds", type=duration_type(0), default=0.0, metavar="S",
                     help="with --ckpt-cost fixed: seconds per checkpoint write and per restart "
                     "read (the checkpoint paper's T_delay; its T_extend is twice this)")
     ck.add_argument("--no-restart-read", action="store_true",
                     help="a job resuming from a checkpoint pays only its setup, no checkpoint "
                     "read (the hybrid paper's model)")
-    ck.add_argument("--mtbf", type=_at_least(0), default=0.0, metavar="HOURS",
+    ck.add_argument("--mtbf", type=duration_type(0, unit=3600.0), default=0.0, metavar="HOURS",
                     help="inject node failures with this system MTBF (0 = none); also the "
                     "MTBF of --ckpt daly unless --daly-mtbf is given")
-    ck.add_argument("--daly-mtbf", type=_at_least(0, strict=True), default=None,
+    ck.add_argument("--daly-mtbf", type=duration_type(0, strict=True, unit=3600.0), default=None,
                     metavar="HOURS",
                     help="MTBF that Daly's interval (--ckpt daly) assumes (default: --mtbf, "
                     "or 5 without failures)")
-    ck.add_argument("--mttr", type=_at_least(0, strict=True), default=6.0, metavar="HOURS",
-                    help="mean repair time (default 6)")
+    ck.add_argument("--mttr", type=duration_type(0, strict=True, unit=3600.0), default=6.0,
+                    metavar="HOURS", help="mean repair time (default 6)")
     ck.add_argument("--no-requeue-on-failure", action="store_true",
                     help="a job hit by a failure ends FAILED instead of being requeued")
-    ck.add_argument("--warning", type=_at_least(0), default=120.0, metavar="S",
+    ck.add_argument("--warning", type=duration_type(0), default=120.0, metavar="S",
                     help="malleable jobs' pre-preemption warning (default 120)")
     ck.add_argument("--requeue-remaining", action="store_true",
                     help="a preempted job waits with the walltime it has left (its request "

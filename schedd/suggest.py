@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+import sys
 from collections.abc import Iterable
 from typing import NoReturn
 
@@ -16,7 +17,7 @@ _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.*)")
 
 
 def closest(word: str, choices: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
     return close[0] if close else None
 
 
@@ -27,6 +28,12 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 class SuggestingParser(argparse.ArgumentParser):
+    _argv: list[str] | None = None
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
         m = _INVALID_CHOICE.search(message)
         if m:
@@ -34,7 +41,7 @@ class SuggestingParser(argparse.ArgumentParser):
             message += did_you_mean(m.group(1), choices)
         m = _UNRECOGNIZED.search(message)
         if m:
-            options = set(_all_option_strings(self))
+            options = set(_option_strings(self, self._argv or []))
             for word in m.group(1).split():
                 if word.startswith("-"):
                     best = closest(word.split("=", 1)[0], options)
@@ -43,10 +50,14 @@ class SuggestingParser(argparse.ArgumentParser):
         super().error(message)
 
 
-def _all_option_strings(parser: argparse.ArgumentParser) -> Iterable[str]:
-    """Every option string of the parser and of its subcommands, recursively."""
+def _option_strings(parser: argparse.ArgumentParser, argv: list[str]) -> Iterable[str]:
+    """The long options of the parser and of the subcommands named in argv (all of them
+    when argv names none), recursively."""
     for action in parser._actions:
         yield from (s for s in action.option_strings if s.startswith("--"))
         if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                yield from _all_option_strings(sub)
+            named = [w for w in argv if w in action.choices]
+            subs = [action.choices[named[0]]] if named else list(action.choices.values())
+            for sub in subs:
+                yield from _option_strings(sub, argv[argv.index(named[0]) + 1:]
+                                           if named else [])

@@ -65,7 +65,9 @@ def test_bad_trace_line_names_file_and_line(tmp_path):
     (["--policy", "easy", "--opt", "depth=3"], "policy easy has no option 'depth'"),
     (["--cluster", "torus:9"], "nodes:N"),
     (["--trace", "/nonexistent.swf"], "/nonexistent.swf"),
-    (["--mttr", "0"], "argument --mttr: expected a number > 0, got 0"),
+    (["--mttr", "0"], "argument --mttr: expected a duration > 0 h, got 0"),
+    (["--mttr", "soon"], "argument --mttr: expected a duration (seconds (5400), [D-]H:MM:SS "
+     "(1:30:00) or units (1h30m)), got 'soon'"),
     (["--procs-per-node", "0"], "argument --procs-per-node: expected a number >= 1, got 0"),
 ])
 def test_user_errors_are_one_sentence(tmp_path, args, message):
@@ -225,3 +227,49 @@ def test_unwritable_output_directory_is_one_line(out):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"schedd: error: cannot write to the output directory {out}")
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_workload_commands_take_input_and_o_old_spelling_warns(tmp_path, shared_traces):
+    kth = str(shared_traces / "KTH-SP2-1996-2.swf")
+    new = schedd("workload", "accuracy", kth, "--alpha", "0", "-o", str(tmp_path / "a.swf"))
+    assert "warning" not in new.stderr
+    old = schedd("workload", "accuracy", "--trace", kth, "--alpha", "0", "--out",
+                 str(tmp_path / "b.swf"))
+    assert old.stderr == ("schedd: warning: `workload accuracy --trace FILE` is deprecated; "
+                          "write `schedd workload accuracy FILE --alpha A -o OUTPUT` (as the "
+                          "other workload commands)\n")
+    assert (tmp_path / "a.swf").read_bytes() == (tmp_path / "b.swf").read_bytes()
+    lublin = schedd("workload", "lublin", "--jobs", "20", "-o", str(tmp_path / "l.cwf"))
+    assert lublin.returncode == 0 and (tmp_path / "l.cwf").exists()
+    unwritable = schedd("workload", "accuracy", kth, "--alpha", "0", "-o", "/proc/x/y.swf",
+                        check=False)
+    assert unwritable.returncode == 2
+    assert unwritable.stderr == ("schedd: error: cannot write /proc/x/y.swf (No such file or "
+                                 "directory)\n")
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["simulat"], "invalid choice: 'simulat'"),
+    (["simulate", "--polcy", "easy"], "(did you mean '--policy' for '--polcy'?)"),
+    (["simulate", "--policy", "esay"], "unknown policy 'esay' (did you mean 'easy'?)"),
+    (["simulate", "--policy", "plan-sa", "--opt", "metrc=wait2"],
+     "policy plan-sa has no option 'metrc' (did you mean 'metric'?)"),
+    (["workload", "acuracy"], "(did you mean 'accuracy'?)"),
+])
+def test_misspelt_names_get_did_you_mean(tmp_path, args, hint):
+    proc = schedd(*args, "--out", str(tmp_path / "o"), check=False)
+    assert proc.returncode == 2 and hint in proc.stderr and "Traceback" not in proc.stderr
+    if args == ["simulat"]:
+        assert "(did you mean 'simulate'?)" in proc.stderr
+
+
+def test_durations_in_every_form_reach_the_engine(tmp_path):
+    proc = schedd("simulate", "--ckpt", "sys", "--ckpt-interval", "1h30m", "--warning",
+                  "0:02:30", "--mtbf", "90m", "--mttr", "2", "--quiet",
+                  "--out", str(tmp_path / "o"))
+    assert proc.stdout == ""
+    eo = json.loads((tmp_path / "o" / "summary.json").read_text())["run"]["engine_options"]
+    assert eo["checkpoint"]["sys_interval"] == 5400 and eo["warning_s"] == 150
+    assert eo["mtbf_s"] == 5400 and eo["mttr_s"] == 7200
+    serve = schedd("serve", "--budget", "1m", "--tick", "0:00:02", "--check-config")
+    assert '"budget": 60.0' in serve.stdout and '"tick": 2.0' in serve.stdout

@@ -315,3 +315,48 @@ def test_auth(secured: DaemonProc) -> None:
         env={**ENV, "SCHEDD_SERVER": secured.address, "SCHEDD_TOKEN": "bob-token"})
     assert env_token.returncode == 0, env_token.stderr
     assert "cancelled" in env_token.stdout
+
+
+def test_durations_as_sbatch_writes_them(ctl: Ctl) -> None:
+    """--walltime/--runtime/--setup take seconds, [D-]H:MM:SS, M:SS or 1h30m."""
+    at = str(ctl.now() + 5000)
+    for text, seconds in (("5400", 5400), ("1:30:00", 5400), ("1h30m", 5400), ("90:00", 5400),
+                          ("1-00:00:00", 86400), ("2.5h", 9000)):
+        job = ctl.submit("--nodes", "1", "--walltime", text, "--setup", "1m", "--at", at)
+        got = ctl.ok("status", str(job), "--json").json()
+        assert got["walltime"] == seconds, text
+    r = ctl("submit", "--nodes", "1", "--walltime", "1h2h")
+    assert r.rc == 2 and "argument --walltime: expected a duration (seconds (5400), " \
+        "[D-]H:MM:SS (1:30:00) or units (1h30m)), got '1h2h'" in r.err, r
+
+
+def test_unset_job_fields_are_absent_not_minus_one(ctl: Ctl) -> None:
+    """Job uses field presence: a pending job has no first_start/end_time/predicted_end
+    (a reflection client reads "not set"), a dedicated one has its requested_start."""
+    now = ctl.now()
+    job = ctl.submit("--nodes", "1", "--walltime", "10", "--at", str(now + 7000))
+    got = ctl.ok("status", str(job), "--json").json()
+    for name in ("first_start", "last_start", "predicted_end", "end_time", "requested_start",
+                 "min_nodes"):
+        assert name not in got, (name, got)
+    assert got["submit_time"] == pytest.approx(now + 7000) and got["user"] == -1
+    ded = ctl.submit("--nodes", "1", "--walltime", "10", "--class", "dedicated",
+                     "--requested-start", str(now + 9000), "--at", str(now + 7000))
+    assert ctl.ok("status", str(ded), "--json").json()["requested_start"] == \
+        pytest.approx(now + 9000)
+    text = ctl.ok("status", str(job)).out
+    assert field(text, "first start") == "-" and field(text, "ended") == "-"
+
+
+def test_misspelt_command_and_option_say_did_you_mean() -> None:
+    r = schedctl("lsit")
+    assert r.rc == 2 and "invalid choice: 'lsit'" in r.err and "(did you mean 'list'?)" in r.err
+    r = schedctl("submit", "--nodes", "1", "--walltime", "5", "--wallclock", "5")
+    assert r.rc == 2 and "(did you mean '--walltime' for '--wallclock'?)" in r.err
+
+
+def test_wait_for_a_daemon_that_is_not_there_is_one_sentence() -> None:
+    port = free_port()
+    r = schedctl("--wait", "1", "cluster", server=f"127.0.0.1:{port}")
+    assert r.rc == 1 and r.err == (f"schedctl: the daemon at 127.0.0.1:{port} did not come "
+                                   "up within 1 s (--wait)\n"), r

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import limits
+from ..durations import DurationError, parse_duration
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
@@ -36,7 +37,12 @@ def _limited(name: str, kind: type = float) -> Any:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+            if kind is not float or limits.LIMITS[name].unit != "s":
+                raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+            try:  # seconds also as H:MM:SS or 1h30m
+                value = parse_duration(text)
+            except DurationError as err:
+                raise argparse.ArgumentTypeError(str(err)) from None
         why = limits.problem(name, value, "the value")
         if why is not None:
             raise argparse.ArgumentTypeError(why)
