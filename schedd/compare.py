@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 import shlex
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,11 +123,13 @@ def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
 
     cluster = parse_cluster(task.cluster)
     raw = read_trace(task.trace_path)
-    runtimes = load_aps_runtimes(task.aps_runtimes) if task.aps_runtimes else None
-    params = RealtimeParams(percent=task.percent, mode=task.mode, seed=task.trial_seed,
-                            non_checkpointable=task.non_checkpointable,
-                            target_nodes=max_job_nodes(cluster))
-    marked, _ = make_realtime(raw, params, runtimes)
+    marked = raw  # --percent 0: the trace as it is, a plain comparison of the runs
+    if task.percent > 0:
+        runtimes = load_aps_runtimes(task.aps_runtimes) if task.aps_runtimes else None
+        params = RealtimeParams(percent=task.percent, mode=task.mode, seed=task.trial_seed,
+                                non_checkpointable=task.non_checkpointable,
+                                target_nodes=max_job_nodes(cluster))
+        marked, _ = make_realtime(raw, params, runtimes)
     trace = normalize(marked, max_nodes=max_job_nodes(cluster))
     policy = make_policy(task.run.policy, list(task.run.options), cluster)
     engine_options = engine_options_from(engine_args(task.run), policy)
@@ -178,11 +180,7 @@ def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[f
     tasks = [Task(trace_path, cluster, p, mode, seed_base + t, aps_runtimes, run, window,
                   non_checkpointable, window_by)
              for p in percents for run in runs for t in range(trials)]
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            outputs = list(pool.map(_simulate, tasks, chunksize=1))
-    else:
-        outputs = [_simulate(t) for t in tasks]
+    outputs = run_tasks(tasks, workers)
     from .core.cluster_spec import parse_cluster
 
     total = parse_cluster(cluster).total_nodes
@@ -205,6 +203,27 @@ def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[f
             "window_by": window_by,
             "runs": [r.label for r in runs], "percents": [f"{p:g}" for p in percents],
             "results": table}
+
+
+def run_tasks(tasks: list[Task], workers: int) -> list[Any]:
+    """_simulate of every task, in order, saying how far it got on stderr."""
+    from .progress import Progress
+
+    progress = Progress(len(tasks), "simulations", prog="schedd compare")
+    try:
+        if workers <= 1:
+            outputs = []
+            for t in tasks:
+                outputs.append(_simulate(t))
+                progress.step()
+            return outputs
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(_simulate, t) for t in tasks]
+            for _ in as_completed(futures):
+                progress.step()
+            return [f.result() for f in futures]
+    finally:
+        progress.close()
 
 
 # --------------------------------------------------------------------------- tables
@@ -292,7 +311,8 @@ def add_parser(sub: Any) -> None:
     cmp_.add_argument("--trace", required=True, help="SWF/CWF trace (batch jobs)")
     cmp_.add_argument("--cluster", default="mira", help="machine (default mira)")
     cmp_.add_argument("--percent", type=float, nargs="+", default=[10.0], metavar="P",
-                      help="real-time job percentages (default 10)")
+                      help="real-time job percentages, 0 <= P < 100 (default 10; 0: no "
+                      "real-time jobs, a plain comparison of the runs on TRACE)")
     cmp_.add_argument("--mode", choices=["default", "short", "aps"], default="default",
                       help="how real-time jobs are chosen (schedd workload realtime)")
     cmp_.add_argument("--aps-runtimes", default=None, metavar="FILE",
@@ -335,10 +355,14 @@ def _window(text: str | None) -> tuple[float, float] | None:
 def run(args: argparse.Namespace) -> int:
     if args.trials < 1 or args.workers < 1:
         raise CompareError("--trials and --workers must be at least 1")
-    if any(not 0 < p < 100 for p in args.percent):
-        raise CompareError("--percent values must lie strictly between 0 and 100")
+    if any(not 0 <= p < 100 for p in args.percent):
+        raise CompareError("--percent values must lie in [0, 100) (0: no real-time jobs, "
+                           "a plain comparison of the runs)")
     if not 0 <= args.non_checkpointable <= 1:
         raise CompareError("--non-checkpointable must lie in [0, 1]")
+    if args.non_checkpointable and 0 in args.percent:
+        raise CompareError("--non-checkpointable marks jobs with the real-time jobs: it "
+                           "needs --percent > 0")
     if args.mode == "aps" and not args.aps_runtimes:
         raise CompareError("--mode aps needs --aps-runtimes FILE")
     runs = [parse_run(r) for r in (args.run or DEFAULT_RUNS)]

@@ -85,5 +85,5 @@ def test_cli_writes_markdown_and_json(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "schedd", "compare", "--trace", str(trace),
                           "--cluster", "bgq:4", "--percent", "100"],
                          capture_output=True, text=True, check=False)
-    assert bad.returncode == 2 and "strictly between 0 and 100" in bad.stderr
+    assert bad.returncode == 2 and "must lie in [0, 100)" in bad.stderr
     assert "Traceback" not in bad.stderr
