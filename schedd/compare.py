@@ -148,13 +148,15 @@ def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     return results, whole
 
 
-def check_runs(runs: list[RunSpec], cluster: str) -> None:
-    """Fail fast, before any simulation, on a bad policy, option or engine flag."""
+def check_runs(runs: list[RunSpec], cluster: str) -> dict[str, bool]:
+    """Fail fast, before any simulation, on a bad policy, option or engine flag; returns
+    whether each run's policy applies elastic control commands (`processes_eccs`)."""
     from .core.cluster_spec import parse_cluster
     from .options import engine_options_from
     from .policies import PolicyError, make_policy
 
     machine = parse_cluster(cluster)
+    applies: dict[str, bool] = {}
     for run in runs:
         try:
             policy = make_policy(run.policy, list(run.options), machine)
@@ -164,19 +166,45 @@ def check_runs(runs: list[RunSpec], cluster: str) -> None:
             engine_options_from(engine_args(run), policy)
         except PolicyError as err:
             raise CompareError(f"run {run.label!r}: {err}") from None
+        applies[run.label] = bool(policy.processes_eccs)
+    return applies
+
+
+def check_same_eccs(trace_path: str, applies: dict[str, bool]) -> None:
+    """Refuse runs that would see different workloads: when the trace carries elastic
+    control commands, a policy with an ECC processor applies them and one without ignores
+    them (the LOS paper's Table III), so their jobs differ."""
+    if len(set(applies.values())) < 2:
+        return
+    from .traces import read_trace
+
+    eccs = len(read_trace(trace_path).eccs)
+    if not eccs:
+        return
+    on = [repr(label) for label, yes in applies.items() if yes]
+    off = [repr(label) for label, yes in applies.items() if not yes]
+    raise CompareError(
+        f"the runs would see different workloads: {', '.join(on)} "
+        f"appl{'ies' if len(on) == 1 else 'y'} the {eccs} elastic control command(s) of "
+        f"{os.path.basename(trace_path)} and {', '.join(off)} "
+        f"ignore{'s' if len(off) == 1 else ''} them; compare policies that treat ECCs alike "
+        "or pass --allow-mixed-ecc")
 
 
 def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[float],
             trials: int, seed_base: int = 1000, mode: str = "default",
             aps_runtimes: str | None = None, window: tuple[float, float] | None = None,
             workers: int = 1, non_checkpointable: float = 0.0,
-            window_by: str = "run") -> dict[str, Any]:
+            window_by: str = "run", allow_mixed_ecc: bool = False) -> dict[str, Any]:
     """Every run at every percentage, pooled over `trials`; a JSON-ready dict. `window`
     keeps the jobs that start and end inside it: in the run (`window_by="run"`) or as
-    recorded in the trace (`"log"`, the authors' trimmed set)."""
+    recorded in the trace (`"log"`, the authors' trimmed set). Runs that would treat the
+    trace's elastic control commands differently are refused unless `allow_mixed_ecc`."""
     from .metrics import MetricOptions, summarize
 
-    check_runs(runs, cluster)
+    applies_eccs = check_runs(runs, cluster)
+    if not allow_mixed_ecc:
+        check_same_eccs(trace_path, applies_eccs)
     tasks = [Task(trace_path, cluster, p, mode, seed_base + t, aps_runtimes, run, window,
                   non_checkpointable, window_by)
              for p in percents for run in runs for t in range(trials)]
@@ -334,6 +362,10 @@ def add_parser(sub: Any) -> None:
                       help="with --window: the start and end in each run, or as recorded in "
                       "the trace (log: the same jobs for every policy, the authors' trimmed "
                       "set)")
+    cmp_.add_argument("--allow-mixed-ecc", action="store_true",
+                      help="compare even when some runs apply the trace's elastic control "
+                      "commands and others ignore them (refused by default: their workloads "
+                      "differ)")
     cmp_.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                       help="simulations in parallel (default: the CPU count)")
     cmp_.add_argument("--markdown", default=None, metavar="FILE", help="also write the tables")
@@ -374,7 +406,8 @@ def run(args: argparse.Namespace) -> int:
         raise CompareError(f"--baseline {args.baseline!r} is not one of the runs")
     result = compare(args.trace, args.cluster, runs, args.percent, args.trials,
                      args.seed_base, args.mode, args.aps_runtimes, _window(args.window),
-                     args.workers, args.non_checkpointable, args.window_by)
+                     args.workers, args.non_checkpointable, args.window_by,
+                     args.allow_mixed_ecc)
     text = markdown(result, baseline)
     print(text, end="")
     if args.markdown:

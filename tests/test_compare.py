@@ -87,3 +87,52 @@ def test_cli_writes_markdown_and_json(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "must lie in [0, 100)" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def _schedd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "schedd", *args], capture_output=True,
+                          text=True, check=False)
+
+
+def test_refuses_policies_that_treat_the_traces_eccs_differently(tmp_path: Path) -> None:
+    """easy applies elastic control commands, los and delayed-los ignore them (no ECC
+    processor): on a trace with ECCs their workloads differ, so compare refuses unless
+    --allow-mixed-ecc; on the same jobs without ECCs, or with policies that agree, it runs."""
+    elastic, batch = tmp_path / "e.cwf", tmp_path / "b.cwf"
+    for path, flags in ((elastic, ["--ecc"]), (batch, [])):
+        made = _schedd("workload", "lublin", "--jobs", "30", "--seed", "2", *flags,
+                       "--out", str(path))
+        assert made.returncode == 0, made.stderr
+    n_eccs = int(made.stdout.split(" ECCs")[0].rsplit(" ", 1)[1])
+    assert n_eccs == 0  # the batch workload: no ECCs unless asked
+    common = ["compare", "--cluster", "nodes:320", "--percent", "10", "--trials", "1",
+              "--workers", "1", "--run", "easy", "--run", "los unit=32", "--run", "delayed-los"]
+    bad = _schedd(*common, "--trace", str(elastic))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
+    assert "'easy' applies the" in bad.stderr
+    assert "'los unit=32', 'delayed-los' ignore them" in bad.stderr
+    assert "--allow-mixed-ecc" in bad.stderr
+    forced = _schedd(*common, "--trace", str(elastic), "--allow-mixed-ecc")
+    assert forced.returncode == 0, forced.stderr
+    assert "| `delayed-los` |" in forced.stdout
+    plain = _schedd(*common, "--trace", str(batch))
+    assert plain.returncode == 0, plain.stderr
+    agree = _schedd("compare", "--cluster", "nodes:320", "--percent", "10", "--trials", "1",
+                    "--workers", "1", "--run", "easy-e", "--run", "los-e unit=32",
+                    "--trace", str(elastic))
+    assert agree.returncode == 0, agree.stderr
+
+
+def test_compare_function_refuses_mixed_ecc_handling(tmp_path: Path) -> None:
+    from schedd.traces.lublin import LublinParams, generate
+    from schedd.traces.swf import write_trace
+
+    path = tmp_path / "e.cwf"
+    write_trace(str(path), generate(LublinParams(jobs=20, p_extend=0.5), seed=1).trace)
+    runs = [parse_run("easy-e"), parse_run("delayed-los-e"), parse_run("hybrid-los")]
+    with pytest.raises(CompareError, match=r"'easy-e', 'delayed-los-e' apply the \d+ elastic"
+                       r".*'hybrid-los' ignores them"):
+        compare(str(path), "nodes:320", runs, [10.0], 1)
+    out = compare(str(path), "nodes:320", runs, [10.0], 1, allow_mixed_ecc=True)
+    assert out["runs"] == [r.label for r in runs]

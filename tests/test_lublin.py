@@ -11,7 +11,18 @@ import numpy as np
 import pytest
 
 from schedd.traces import normalize, read_trace, write_trace
-from schedd.traces.lublin import A1, A2, B1, B2, PA, PB, LublinParams, generate
+from schedd.traces.lublin import (
+    A1,
+    A2,
+    B1,
+    B2,
+    PA,
+    PAPER_P_EXTEND,
+    PAPER_P_REDUCE,
+    PB,
+    LublinParams,
+    generate,
+)
 
 LOAD_TOLERANCE = 1e-3  # relative; the beta_arr bisection stops within 1e-4
 
@@ -29,8 +40,10 @@ def load_of(columns: dict[str, np.ndarray], procs: int = 320) -> float:
 
 @pytest.fixture(scope="module")
 def big():
-    """Many jobs, so that fractions and means are tight; P_D 0.5 to see dedicated jobs."""
-    return generate(LublinParams(jobs=20_000, p_dedicated=0.5), seed=11).trace
+    """Many jobs, so that fractions and means are tight; P_D 0.5 to see dedicated jobs, the
+    paper's elastic control commands to see those."""
+    return generate(LublinParams(jobs=20_000, p_dedicated=0.5, p_extend=PAPER_P_EXTEND,
+                                 p_reduce=PAPER_P_REDUCE), seed=11).trace
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -46,6 +59,39 @@ def test_same_seed_gives_byte_identical_file_and_other_seeds_differ(tmp_path):
         runs[name] = (out.read_bytes(), proc.stdout.splitlines()[-1])  # the load line
     assert runs["a"] == runs["b"]
     assert runs["a"][0] != runs["c"][0]
+
+
+def ecc_lines(path) -> list[str]:
+    """The ECC records of a written CWF file (field 20: ET/RT/EP/RP)."""
+    return [line for line in path.read_text().splitlines()
+            if not line.startswith(";") and line.split()[19:20] in (["ET"], ["RT"], ["EP"],
+                                                                    ["RP"])]
+
+
+def test_no_eccs_unless_asked_and_the_same_jobs_either_way(tmp_path):
+    """A batch workload by default; --ecc adds the paper's P_E 0.2 / P_R 0.1, --pe/--pr
+    their own rates; the jobs themselves do not change (ECCs have their own stream)."""
+    files = {}
+    for name, flags in (("plain", []), ("ecc", ["--ecc"]), ("pe", ["--pe", "0.5"]),
+                        ("both", ["--ecc", "--pr", "0"])):
+        out = tmp_path / f"{name}.cwf"
+        proc = schedd("workload", "lublin", "--jobs", "2000", "--seed", "3", *flags,
+                      "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        files[name] = (out, proc.stdout)
+    plain, stdout = files["plain"]
+    assert ecc_lines(plain) == [] and "0 ECCs (0 ET, 0 RT)" in stdout
+    assert "P_E 0, P_R 0" in plain.read_text()
+    kinds = {name: [ln.split()[19] for ln in ecc_lines(files[name][0])] for name in files}
+    assert kinds["ecc"].count("ET") / 2000 == pytest.approx(0.2, abs=0.03)
+    assert kinds["ecc"].count("RT") / 2000 == pytest.approx(0.1, abs=0.03)
+    assert "P_E 0.2, P_R 0.1" in files["ecc"][0].read_text()
+    assert set(kinds["pe"]) == {"ET"} and len(kinds["pe"]) / 2000 == pytest.approx(0.5, abs=0.04)
+    assert set(kinds["both"]) == {"ET"} and kinds["both"].count("ET") == kinds["ecc"].count("ET")
+    jobs = {name: read_trace(path).columns for name, (path, _) in files.items()}
+    for name in ("ecc", "pe", "both"):
+        for col in ("submit", "runtime", "req_procs", "req_time"):
+            assert np.array_equal(jobs[name][col], jobs["plain"][col])
 
 
 def test_cli_prints_target_and_achieved_load_and_file_agrees(tmp_path):
@@ -72,7 +118,8 @@ def test_help_lists_the_generator():
     assert "lublin" in schedd("workload", "--help").stdout
     text = schedd("workload", "lublin", "--help").stdout
     for option in ("--jobs", "--seed", "--load", "--beta-arr", "--procs", "--unit", "--ps",
-                   "--pd", "--pe", "--pr", "--lead", "--ecc-mean", "--overestimate", "--out"):
+                   "--pd", "--ecc", "--pe", "--pr", "--lead", "--ecc-mean", "--overestimate",
+                   "--out"):
         assert option in text
 
 
@@ -96,7 +143,8 @@ def test_user_errors_are_one_sentence_with_status_2(tmp_path, args, message):
 
 
 def test_unwritable_output_is_one_sentence(tmp_path):
-    proc = schedd("workload", "lublin", "--out", str(tmp_path / "missing" / "w.cwf"))
+    (tmp_path / "file").write_text("")  # a directory that cannot be created
+    proc = schedd("workload", "lublin", "--out", str(tmp_path / "file" / "w.cwf"))
     assert proc.returncode == 2
     assert proc.stderr.startswith("schedd: error: cannot write") and "Traceback" not in proc.stderr
 

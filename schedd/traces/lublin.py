@@ -28,6 +28,10 @@ PA, PB = -0.0054, 0.78
 # arrivals in each half hour of the day follows Gamma(ALPHA_NUM, BETA_NUM).
 ALPHA_ARR, ALPHA_NUM, BETA_NUM, ARAR = 13.2303, 15.1737, 0.9631, 1.0225
 BETA_ARR_RANGE = (0.4101, 0.6101)  # the range the paper sweeps
+# §IV-D's elastic control commands, for the elastic experiments (Fig. 11) only: a batch
+# workload carries none unless asked (`--ecc`), so that policies with and without an ECC
+# processor see the same jobs.
+PAPER_P_EXTEND, PAPER_P_REDUCE = 0.2, 0.1
 # Truncations of m_lublin99: log-runtimes above 12 (~45 h) and log inter-arrival times
 # above 13 (~5 days) are drawn again.
 MAX_LOG_RUNTIME = 12.0
@@ -46,15 +50,16 @@ _STREAMS = ("sizes", "runtimes", "arrivals", "estimates", "dedicated", "eccs")
 
 @dataclass(frozen=True)
 class LublinParams:
-    """Generator parameters; the defaults are the paper's (see docs/workloads.md)."""
+    """Generator parameters; the defaults are the paper's batch workload (no elastic control
+    commands: P_E = P_R = 0, see docs/workloads.md)."""
 
     jobs: int = 500
     procs: int = 320  # M, processors of the machine
     unit: int = 32  # sizes are multiples of this (a Blue Gene/P node card)
     p_small: float = 0.5  # P_S
     p_dedicated: float = 0.0  # P_D
-    p_extend: float = 0.2  # P_E
-    p_reduce: float = 0.1  # P_R
+    p_extend: float = 0.0  # P_E (the paper's elastic runs: PAPER_P_EXTEND)
+    p_reduce: float = 0.0  # P_R (the paper's elastic runs: PAPER_P_REDUCE)
     load: float | None = 0.9  # target load; ignored when beta_arr is given
     beta_arr: float | None = None
     lead: float = 3600.0  # mean seconds from a dedicated job's submission to its start
