@@ -164,6 +164,23 @@ def test_fig2_los_starts_the_head_delayed_los_packs_the_rear_two(
         assert policy.scount.get(1, 0) == 0 and policy.stats()["head_skips"] == 0
 
 
+# ---------------------------------------------------------------------- after the head
+@pytest.mark.parametrize(("name", "opts"), [("los", []), ("delayed-los", ["cs=0"])])
+def test_after_head_wait_leaves_the_rest_of_the_machine_until_the_next_event(
+        name: str, opts: list[str]) -> None:
+    """10 nodes, at t=0 jobs of 4, 3 and 2 nodes (100 s each) and at t=50 one of 1 node.
+    LOS starts the head whenever it fits (Delayed-LOS too once scount >= C_s; C_s = 0 here):
+    by default the pass goes on with the next head, so all three start at 0. Read literally
+    (Algorithm 1 lines 3-5 end the cycle, `after_head=wait`), one head starts per event:
+    the 4 at t=0; the 3 at t=50 (the arrival is the next event); the 2 at t=100 when the 4
+    ends; the 1 at t=150 when the 3 ends, although a node was free all along."""
+    specs = [batch(1, 0, 4, 100), batch(2, 0, 3, 100), batch(3, 0, 2, 100),
+             batch(4, 50, 1, 10)]
+    assert starts(simulate(name, specs, opts=opts)) == {1: 0, 2: 0, 3: 0, 4: 50}
+    literal = simulate(name, specs, opts=[*opts, "after_head=wait"])
+    assert starts(literal) == {1: 0, 2: 50, 3: 100, 4: 150}
+
+
 # ---------------------------------------------------------------------- skip counts
 def skip_stream(rounds: int) -> list[JobSpec]:
     """A 7-node head (id 1) on 10 nodes, and every 100 s a fresh pair of 4 + 5 nodes that
@@ -613,7 +630,7 @@ def add_second_command(cwf: Path) -> int:
 def test_cli_lublin_workload_through_hybrid_los(tmp_path: Path) -> None:
     trace = tmp_path / "w.cwf"
     made = schedd("workload", "lublin", "--jobs", "80", "--seed", "1", "--pd", "0.3",
-                  "--out", str(trace)).stdout
+                  "--ecc", "--out", str(trace)).stdout
     assert "80 jobs" in made
     n_eccs = sum(1 for line in trace.read_text().splitlines()
                  if not line.startswith(";") and line.split()[19:20] in (["ET"], ["RT"]))
@@ -634,7 +651,8 @@ def test_cli_lublin_workload_through_hybrid_los(tmp_path: Path) -> None:
         assert summary["dedicated"]["started"] == summary["dedicated"]["jobs"]
         assert summary["policy_stats"]["dedicated_moved"] == summary["dedicated"]["jobs"]
         assert summary["engine"]["eccs_applied"] + summary["engine"]["eccs_rejected"] == n_eccs
-    assert elastic["run"]["policy_options"] == {"lookahead": 50, "unit": 32, "cs": 3}
+    assert elastic["run"]["policy_options"] == {"lookahead": 50, "unit": 32,
+                                                "after_head": "continue", "cs": 3}
     assert elastic["engine"]["eccs_applied"] > 0
     assert plain["engine"]["eccs_applied"] == 0 and plain["engine"]["eccs_rejected"] == n_eccs
     assert again == elastic

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -43,6 +43,10 @@ class LosOptions:
     lookahead: int = _field(50, "jobs from the queue head the dynamic program considers")
     unit: int = _field(0, "allocation unit in nodes (the paper's Blue Gene/P: 32); 0 = the "
                           "smallest power of two that keeps the machine within 600 units")
+    after_head: Literal["continue", "wait"] = _field(
+        "continue", "after the head starts right away (LOS; Delayed-LOS once scount >= C_s): "
+        "continue the pass with the next head, or wait for the next event (Algorithm 1 "
+        "lines 3-5 read literally: the rest of the machine idles until then)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +180,7 @@ class LosFamily(Policy):
             raise PolicyError(f"{self.name}: unit {unit} is larger than the machine "
                               f"({cluster.total_nodes} nodes)")
         self.unit = unit or choose_unit(cluster.total_nodes)
+        self.wait_after_head = getattr(options, "after_head", "continue") == "wait"
         self.cs = getattr(options, "cs", 0)
         if self.cs < 0:
             raise PolicyError(f"{self.name}: cs must not be negative")
@@ -365,6 +370,8 @@ class Los(LosFamily):
             if self._may_start(state, head, guard):
                 self._start(state, head, guard)
                 batch.pop(0)
+                if self.wait_after_head:
+                    return
                 continue
             self._fill_around(state, batch, guard, dedicated)
             return
@@ -422,6 +429,8 @@ class DelayedLos(Los):
                     self.counters["cs_starts"] += 1
                     self._start(state, head, guard)
                     batch.pop(0)
+                    if self.wait_after_head:
+                        return
                     continue  # the activation is an event: schedule again
                 self._fill_around(state, batch, guard, dedicated)
                 return
