@@ -352,10 +352,18 @@ class Replay:
                                  notices[ni][1].time if ni < len(notices) else None,
                                  eccs[ei].time if ei < len(eccs) else None) if t is not None]
             if time.monotonic() - last_sync > 1.0:  # follow the daemon's clock (pauses, jumps)
-                c = await self._clock()
+                due = min(nexts) + shift if nexts else None
+                if self.status is not None and self.status.wants_counts():
+                    info = await self._cluster()  # a status line is due: with job counts
+                    c = info.clock
+                    self._progress(c, next_due=due,
+                                   running=sum(x.jobs for x in info.running_by_class),
+                                   finished=info.finished - self.finished_before)
+                else:
+                    c = await self._clock()
+                    self._progress(c, next_due=due)
                 ref_v, ref_w = c.now, time.monotonic()
                 last_sync = ref_w
-                self._progress(c, next_due=min(nexts) + shift if nexts else None)
             v = ref_v + speedup * (time.monotonic() - ref_w)
             trace_now = v - shift + speedup * self.lead  # the horizon sent ahead
             ni = await self._send_notices(notices, ni, trace_now, shift)

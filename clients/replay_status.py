@@ -84,6 +84,12 @@ class Status:
             return elapsed * (self.total - s.finished) / s.finished
         return None
 
+    def wants_counts(self) -> bool:
+        """Whether the next update shows job counts (worth a GetCluster)."""
+        if self.bar is not None:
+            return True
+        return self.every > 0 and time.monotonic() - self.last_line_w >= self.every - 1.0
+
     # ------------------------------------------------------------------ updates
     def update(self, s: Snapshot, *, next_due_v: float | None = None) -> None:
         wall = time.monotonic()
