@@ -154,7 +154,7 @@ def test_notice_from_an_instrument(mqtt_broker: tuple[str, int]) -> None:
     host, port = mqtt_broker
     name = _name()
     with DaemonProc("--clock", "lockstep", "--cluster", "nodes:8", "--name", name,
-                    "--mqtt", f"{host}:{port}") as d:
+                    "--mqtt", f"{host}:{port}", metrics=True) as d:
         time.sleep(0.8)
 
         async def publish() -> None:
@@ -171,11 +171,41 @@ def test_notice_from_an_instrument(mqtt_broker: tuple[str, int]) -> None:
         s = d.stub()
         events = list(_take(s, 5))
         assert any(e.kind == "notice" and e.job_id == 77 for e in events)
-        assert rejected and "in the past" in rejected[0][1]["error"]
+        assert rejected and "expected_arrival" in rejected[0][1]["error"]
+        assert rejected[0][1]["reason"] == "invalid"
+        # One accepted notice counts once (the bus and the daemon both counted it).
+        assert _metric(d, "schedd_notices_total") == 1
+        assert _metric(d, "schedd_mqtt_rejected_total") == 1
 
 
-def _take(stub, n: int):  # noqa: ANN001, ANN202
-    call = stub.WatchEvents(pb.WatchEventsRequest(from_seq=1), timeout=2)
+def test_anonymous_notice_refused_when_tokens_are_on(mqtt_broker: tuple[str, int],
+                                                     tmp_path: Path) -> None:
+    """With a tokens file the anonymous topic has no identity: nothing changes, counted."""
+    host, port = mqtt_broker
+    name = _name()
+    tokens = tmp_path / "tokens"
+    tokens.write_text("op-token operator root\n")
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:8", "--name", name,
+                    "--mqtt", f"{host}:{port}", "--tokens", str(tokens), metrics=True) as d:
+        time.sleep(0.8)
+
+        async def publish() -> None:
+            async with aiomqtt.Client(host, port) as c:
+                await c.publish(f"schedd/{name}/notices", json.dumps(
+                    {"job_id": 77, "expected_arrival": 900.0, "nodes": 4, "walltime": 600.0}),
+                    qos=1)
+
+        rejected = _collect(host, port, f"schedd/{name}/notices/rejected",
+                            lambda: asyncio.run(publish()), seconds=3, until=1)
+        assert [r[1]["reason"] for r in rejected] == ["anonymous"]
+        assert _metric(d, "schedd_mqtt_rejected_total") == 1
+        assert _metric(d, "schedd_notices_total") == 0
+        events = _take(d.stub(), 5, (("authorization", "Bearer op-token"),))
+        assert [e.kind for e in events if e.kind == "notice"] == []
+
+
+def _take(stub, n: int, metadata=None):  # noqa: ANN001, ANN202
+    call = stub.WatchEvents(pb.WatchEventsRequest(from_seq=1), timeout=2, metadata=metadata)
     try:
         for e in call:
             yield e

@@ -242,3 +242,54 @@ def test_policy_exception_is_fatal_not_a_dead_engine():
     assert fatal[0]["engine_failures_total"] == 1
     assert "Traceback" not in "".join(line for line in d.log().splitlines()
                                       if not line.startswith("{"))
+
+
+# ---------------------------------------------------------------- MQTT notices, same table
+BAD_NOTICES = [
+    ({"job_id": 1e300, "expected_arrival": 50, "nodes": 1, "walltime": 5}, "job_id"),
+    ({"job_id": 3, "expected_arrival": 1e308, "nodes": 1, "walltime": 5}, "expected_arrival"),
+    ({"job_id": 3, "expected_arrival": 50, "nodes": 2.5, "walltime": 5}, "nodes"),
+    ({"job_id": 3, "expected_arrival": 50, "nodes": True, "walltime": 5}, "nodes"),
+    ({"job_id": 3, "expected_arrival": 50, "nodes": 1, "walltime": "5"}, "walltime"),
+    ({"job_id": 3, "expected_arrival": 50, "nodes": 1, "walltime": float("inf")}, "walltime"),
+    ({"job_id": 3, "expected_arrival": 50, "nodes": 1, "walltime": 5,
+      "notice_time": float("nan")}, "notice_time"),
+]
+
+
+def test_mqtt_notices_use_the_same_limits(mqtt_broker):
+    import asyncio
+    import contextlib
+    import uuid
+
+    import aiomqtt
+
+    host, port = mqtt_broker
+    name = f"lim{uuid.uuid4().hex[:6]}"
+
+    async def exchange() -> list[dict]:
+        got: list[dict] = []
+        async with aiomqtt.Client(host, port, identifier=f"t-{name}") as c:
+            await c.subscribe(f"schedd/{name}/notices/rejected", qos=1)
+            for payload, _ in BAD_NOTICES:  # NaN and Infinity: Python's JSON extension
+                await c.publish(f"schedd/{name}/notices", json.dumps(payload), qos=1)
+
+            async def read() -> None:
+                async for m in c.messages:
+                    got.append(json.loads(m.payload))
+                    if len(got) == len(BAD_NOTICES):
+                        return
+
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(read(), 10)
+        return got
+
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:8", "--name", name,
+                    "--mqtt", f"{host}:{port}") as d:
+        time.sleep(1.0)  # the daemon subscribes once connected
+        rejected = asyncio.run(exchange())
+        assert healthy(d) == health_pb2.HealthCheckResponse.SERVING
+        engine_alive(d.stub())
+    assert len(rejected) == len(BAD_NOTICES), rejected
+    for got, (_, field) in zip(rejected, BAD_NOTICES, strict=True):
+        assert field in got["error"] and "internal" not in got["error"], got

@@ -119,6 +119,11 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--metrics-host", default="127.0.0.1", help="metrics address")
     p.add_argument("--mqtt", type=_host_port, default=None, metavar="HOST:PORT",
                    help="MQTT broker for events, job control and notices (default: none)")
+    p.add_argument("--mqtt-user", metavar="NAME",
+                   help="broker user name of the daemon (Mosquitto password_file); "
+                   "deploy/mosquitto.acl lets user 'schedd' publish events")
+    p.add_argument("--mqtt-password-file", metavar="FILE",
+                   help="file whose first line is the --mqtt-user password")
     p.add_argument("--agents", default="virtual", choices=["virtual", "external"],
                    help="who answers JIT checkpoint requests: the in-process virtual agent "
                    "after the modelled time (default), or external agents via CheckpointDone")
@@ -135,6 +140,9 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
                    help="auto: console on a terminal, JSON lines otherwise")
     p.add_argument("--log-level", default="info",
                    choices=["debug", "info", "warning", "error"])
+    p.add_argument("--validate", action="store_true",
+                   help="check the engine's invariants after every event (slow; for tests): "
+                   "a broken one is an engine failure")
     p.add_argument("--check-config", action="store_true",
                    help="validate the options (and config file), print them, exit")
     add_engine_arguments(p)

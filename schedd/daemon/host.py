@@ -33,10 +33,11 @@ from ..core.bgq import BlockCluster
 from ..core.decisions import DecisionError
 from ..core.engine import Command, Engine
 from ..core.job import JobState
+from ..core.validate import validate
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
 from .eventlog import EventLog
-from .journal import Journal, Recovered
+from .journal import Journal, JournalError, Progress, Recovered
 from .metrics import DaemonMetrics, StateSnapshot
 from .records import (
     FINAL_STATES,
@@ -45,7 +46,9 @@ from .records import (
     WAITING_STATES,
     JobRecord,
     Stimulus,
+    decode_record,
     ecc_of_body,
+    encode_record,
     event_kind,
     notice_of_body,
     record_of_job,
@@ -57,8 +60,44 @@ log = structlog.get_logger("schedd.host")
 CLASS_NAMES = {"B": "batch", "R": "realtime", "O": "ondemand", "M": "malleable",
                "D": "dedicated"}
 ITERATION_WALL_CAP = 0.2  # seconds of engine work before the loop gets a turn
+CLOCK_LEASE_WALL = 2.0  # wall seconds of clock journalled ahead of the reading (see _mark)
+MARK_RETRY_WALL = 1.0  # wall seconds between attempts when the journal cannot be written
 FAILED = ("the scheduling engine failed and the daemon is stopping to restart; retry "
           "once it serves again")
+
+
+class ReplayFailed(Exception):
+    """Recovery met a stimulus the engine raised on while running (not when applied):
+    the engine state is unusable, so the stimulus is quarantined and recovery restarts."""
+
+    def __init__(self, seq: int, error: str):
+        super().__init__(error)
+        self.seq, self.error = seq, error
+
+
+def _blame(err: BaseException, applied: list[Stimulus]) -> Stimulus | None:
+    """The stimulus behind an engine exception: the job the failing frames were
+    handling (its submission), else the last stimulus applied."""
+    tb = err.__traceback__
+    job_ids: list[int] = []
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        for name in ("job", "spec"):
+            value = getattr(local.get(name), "id", None)
+            if isinstance(value, int):
+                job_ids.append(value)
+        x_job_id = getattr(getattr(local.get("x"), "job", None), "id", None)
+        if isinstance(x_job_id, int):
+            job_ids.append(x_job_id)
+        tb = tb.tb_next
+    for job_id in reversed(job_ids):  # innermost first
+        for st in reversed(applied):
+            if st.job_id == job_id and st.kind == "submit":
+                return st
+        for st in reversed(applied):
+            if st.job_id == job_id:
+                return st
+    return applied[-1] if applied else None
 
 
 class EngineFailed(Exception):
@@ -85,6 +124,7 @@ class IterationOut:
     commands: list[Command]
     eccs: list[tuple[Any, str]]
     records: dict[int, JobRecord]
+    finished: list[tuple[int, str, str, int, str, str]]  # rows for the results store
     overruns: list[int]
     engine_time: float
     next_time: float | None
@@ -126,6 +166,14 @@ class EngineHost:
         self.on_failure: Callable[[BaseException], None] = lambda err: None
         self.failure: BaseException | None = None
         self._recent: deque[Stimulus] = deque(maxlen=16)  # for the failure's log line
+        # The clock reading the journal holds (a restart resumes there or later): no
+        # reading beyond it is published (`published_now`).
+        self.durable_clock = clock.now()
+        self.journal_failing = False  # set while progress cannot be written
+        # Finished jobs live in the journal's results store; their counts by
+        # (state, class letter) stay here for metrics and GetCluster.
+        self.finished_counts: dict[tuple[str, str], int] = {}
+        self.check_invariants = False  # serve --validate: a broken invariant is fatal
         engine.outbox = []
         engine.transitions = []
         journal.on_committed = self.accept
@@ -134,7 +182,7 @@ class EngineHost:
     # ------------------------------------------------------------------ intake (loop)
     def accept(self, stimuli: list[Stimulus]) -> None:
         """Committed stimuli, in journal order: queue them for the next iteration."""
-        now = self.clock.now()
+        now = self.published_now()
         for st in stimuli:
             self._pending.append(st)
             if st.kind == "submit":
@@ -151,6 +199,11 @@ class EngineHost:
     def wake(self) -> None:
         self._wake.set()
 
+    def published_now(self) -> float:
+        """The clock as the daemon may announce it: never past the journalled reading,
+        so that no restart can show an earlier time than one a client saw."""
+        return min(self.clock.now(), self.durable_clock)
+
     def has_pending(self) -> bool:
         return bool(self._pending)
 
@@ -165,6 +218,14 @@ class EngineHost:
             try:
                 out = await loop.run_in_executor(self._executor, self._iterate, batch,
                                                  target, idle_run)
+            except Exception as err:  # a bug in the engine or the policy: fatal
+                self._fail(err, batch)
+                return
+            # Durable first, then announced: an event a watcher sees is never undone by
+            # a restart (docs/daemon.md, Guarantees).
+            if not await self._mark(out):
+                return  # stopping while the journal could not be written
+            try:
                 self._absorb(out)
             except Exception as err:  # a bug in the engine or the policy: fatal
                 self._fail(err, batch)
@@ -181,6 +242,36 @@ class EngineHost:
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def _mark(self, out: IterationOut) -> bool:
+        """Journal the iteration's progress (applied marks, engine time, clock, finished
+        jobs) and wait until it is on disk. A write failure holds the iteration's events
+        back and retries; requests meanwhile fail with UNAVAILABLE at their own commit."""
+        clock = self.clock.now()
+        if not (self.clock.lockstep or self.clock.paused):
+            # Journal a lease ahead of the reading, so that readings published until the
+            # next mark stay behind what a restart resumes from.
+            clock += self.clock.speedup * CLOCK_LEASE_WALL
+        clock = max(clock, out.engine_time)
+        progress = Progress(out.applied, out.overruns, out.engine_time, clock, out.finished)
+        while True:
+            try:
+                await self.journal.mark(progress)
+            except JournalError as err:
+                self.metrics.journal_write_errors.inc()
+                if not self.journal_failing:
+                    log.error("cannot write progress to the journal; events are held back "
+                              "until it can", error=str(err))
+                self.journal_failing = True
+                if self._stopping:
+                    return False
+                await asyncio.sleep(MARK_RETRY_WALL)
+                continue
+            if self.journal_failing:
+                log.info("the journal is writable again")
+            self.journal_failing = False
+            self.durable_clock = max(self.durable_clock, clock)
+            return True
 
     def _fail(self, err: BaseException, batch: list[Stimulus]) -> None:
         """Stop driving a broken engine: log which requests were being applied (or, if
@@ -247,7 +338,9 @@ class EngineHost:
     async def stop(self) -> None:
         self._stopping = True
         self._wake.set()
-        self.journal.note_progress([], [], self.engine_time, self.clock.now(), force=True)
+        with contextlib.suppress(JournalError):
+            self.journal.mark_now(Progress([], [], self.engine_time,
+                                           max(self.clock.now(), self.durable_clock)))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -270,12 +363,16 @@ class EngineHost:
                 self._apply(st)
             except DecisionError as err:
                 rejected.append((st, str(err)))
+        if self.check_invariants:
+            validate(engine)
         caught_up = True
         while True:
             t = engine.next_time()
             if t is None or t > target:
                 break
             engine.step()
+            if self.check_invariants:
+                validate(engine)
             if time.perf_counter() - start > ITERATION_WALL_CAP:
                 nt = engine.next_time()
                 caught_up = nt is None or nt > target
@@ -317,8 +414,15 @@ class EngineHost:
             if rec is not None:
                 records[job_id] = rec
         self._add_results(records)
+        finished = []
+        for job_id, rec in records.items():  # out of memory, into the results store
+            if rec.final and engine.finished.pop(job_id, None) is not None:
+                rec.owner = self.owners.get(job_id, "")
+                finished.append((job_id, rec.state, rec.job_class, rec.user, rec.owner,
+                                 encode_record(rec)))
         overruns, self._overruns = self._overruns, []
-        return IterationOut(applied, rejected, transitions, commands, eccs, records, overruns,
+        return IterationOut(applied, rejected, transitions, commands, eccs, records, finished,
+                            overruns,
                             engine.now, engine.next_time(), caught_up,
                             self._cluster_state(), time.perf_counter() - start)
 
@@ -400,8 +504,20 @@ class EngineHost:
         for listener in self.command_listeners:
             for cmd in out.commands:
                 listener(cmd)
-        self.journal.note_progress(out.applied, out.overruns, out.engine_time,
-                                   self.clock.now())
+        for row in out.finished:  # now read from the journal
+            job_id, key = row[0], (row[1], row[2])
+            self.finished_counts[key] = self.finished_counts.get(key, 0) + 1
+            self.records.pop(job_id, None)
+            self.owners.pop(job_id, None)
+
+    def record(self, job_id: int) -> JobRecord | None:
+        """A job's record: live ones from memory, finished ones from the results store."""
+        rec = self.records.get(job_id)
+        if rec is None:
+            text = self.journal.finished_record(job_id)
+            if text is not None:
+                rec = decode_record(text)
+        return rec
 
     def _count_event(self, event: dict[str, Any]) -> None:
         """Counters and histograms from the event stream."""
@@ -444,6 +560,9 @@ class EngineHost:
                 first_submit[cls] = min(first_submit.get(cls, rec.submit), rec.submit)
             elif rec.state in HOLDING_STATES:
                 busy += rec.alloc_nodes
+        for (state, letter), n in list(self.finished_counts.items()):
+            cls = CLASS_NAMES.get(letter, "batch")
+            jobs[(state, cls)] = jobs.get((state, cls), 0) + n
         total = self.engine.cluster.total_nodes
         c = self.cluster_snapshot
         up = max(total - c.down, 1)
@@ -466,24 +585,59 @@ class EngineHost:
         self.policy.enforce = False
         self.policy.forced_fallback = set(rec.overruns)
         late: list[Stimulus] = []
+        for seq, why in rec.unreadable:
+            self._quarantine(seq, why)
+        applied: list[Stimulus] = []
         for st, applied_at in rec.stimuli:
+            if applied_at is None:
+                late.append(st)
+                continue
+            self._replay_run(applied_at, applied)
+            try:
+                if st.kind == "submit":
+                    spec = st.job_spec()
+                self._apply(st)
+            except DecisionError:
+                pass  # refused before the crash as well
+            except Exception as err:  # the engine rejects it: quarantine, go on
+                self._quarantine(st.seq, f"{type(err).__name__}: {err}")
+                continue
+            if st.kind == "submit":
+                self.records[spec.id] = record_of_spec(spec, st.owner)
+                self.owners[spec.id] = st.owner
+            applied.append(st)
+        for st in late:
             if st.kind == "submit":
                 spec = st.job_spec()
                 self.records[spec.id] = record_of_spec(spec, st.owner)
                 self.owners[spec.id] = st.owner
-            if applied_at is None:
-                late.append(st)
-                continue
-            engine.run(until=applied_at)
-            with contextlib.suppress(DecisionError):
-                self._apply(st)
-        engine.run(until=max(rec.engine_time, engine.now))
+        self._replay_run(max(rec.engine_time, engine.now), applied)
         out = self._collect([], [], True, time.perf_counter(), every_job=True)
         out.transitions = []  # already published before the crash
         out.eccs = []
         out.commands = []
+        if out.finished:  # normally stored already, when they finished
+            self.journal.mark_now(Progress([], [], rec.engine_time, rec.clock, out.finished))
         self._absorb(out)
+        self.finished_counts = {(s, c): n for (s, c), n in
+                                self.journal.finished_count().items()}
         self._pending = late
+        # Never below what was published: the journalled clock is at or past any reading.
         self.clock.restore(max(rec.clock, engine.now))
+        self.durable_clock = self.clock.now()
         self.policy.enforce = True
         return len(rec.stimuli)
+
+    def _replay_run(self, until: float, applied: list[Stimulus]) -> None:
+        """engine.run during recovery; an exception names the stimulus to blame."""
+        try:
+            self.engine.run(until=until)
+        except Exception as err:
+            culprit = _blame(err, applied)
+            raise ReplayFailed(culprit.seq if culprit else 0,
+                               f"{type(err).__name__}: {err}") from err
+
+    def _quarantine(self, seq: int, error: str) -> None:
+        log.error("journal entry quarantined: the engine rejects it", stimulus_id=seq,
+                  error=error)
+        self.journal.quarantine(seq, error)

@@ -12,11 +12,12 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import re
 import signal
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import structlog
@@ -30,17 +31,20 @@ from ..core.engine import Command, Engine, EngineOptions
 from ..policies import make_policy
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
-from .auth import ANONYMOUS_OPERATOR, TokenStore
+from .auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
 from .config import ConfigError, check_engine_limits
 from .eventlog import EventLog
-from .host import EngineHost
+from .host import EngineHost, ReplayFailed
 from .interceptor import SchedulerInterceptor, _principal
 from .journal import Journal, JournalError
 from .logs import configure_logging
 from .metrics import DaemonMetrics
 from .service import Refused, SchedulerService
+
+if TYPE_CHECKING:
+    from .mqtt import Refusal
 
 log = structlog.get_logger("schedd.serve")
 SERVICE_NAME = "schedd.v1.Scheduler"
@@ -49,6 +53,11 @@ EXIT_ENGINE_FAILED = 3  # docs/daemon.md: the engine failed; restart the daemon
 
 class StartupError(RuntimeError):
     """The daemon cannot start with these options (one sentence)."""
+
+
+class RecoverAgain(Exception):
+    """A journal entry was quarantined after the engine failed on it mid-recovery: the
+    process starts over (`schedd serve` re-executes itself) on the cleaned journal."""
 
 
 @dataclass
@@ -107,9 +116,13 @@ class Daemon:
             on_overrun=lambda *a: self.host.on_overrun(*a))
         self.engine.policy = self.policy
         self.clock = VirtualClock(args.clock, args.speedup, args.start_time)
+        self.metrics.speedup = self.clock.speedup  # the clock lag in wall seconds
+        self.metrics.start_policies(primary.name, fallback.name)
+        self.mqtt_password = _mqtt_password(args)
         self.events = EventLog(self.name)
         self.host = EngineHost(self.engine, self.policy, self.clock, self.journal,
                                self.metrics, self.events, tick=args.tick)
+        self.host.check_invariants = args.validate
         self.max_job_nodes = max_job_nodes(self.cluster)
         from importlib.metadata import version
 
@@ -134,6 +147,7 @@ class Daemon:
         self._stopped = asyncio.Event()
         self._metrics_server: Any = None
         self.exit_code = 0  # EXIT_ENGINE_FAILED once the engine has failed
+        self._failing: asyncio.Task[None] | None = None
         self.host.on_failure = self._engine_failed
 
     # ------------------------------------------------------------------ lifecycle
@@ -151,7 +165,19 @@ class Daemon:
                 f"the journal {self.args.state_db} was written with other settings "
                 f"({', '.join(diff) or 'unknown'} differ); start with the same options or "
                 "give a new --state-db")
-        replayed = self.host.recover(rec)
+        try:
+            replayed = self.host.recover(rec)
+        except ReplayFailed as err:  # the engine is spoilt: quarantine, start afresh
+            if not err.seq:
+                raise StartupError(f"recovery from the journal {self.args.state_db} "
+                                   f"failed ({err.error})") from None
+            self.journal.quarantine(err.seq, err.error)
+            log.error("journal entry quarantined: the engine rejects it; recovering again",
+                      stimulus_id=err.seq, error=err.error)
+            raise RecoverAgain() from None
+        for seq, kind, error in self.journal.rejected():
+            log.warning("quarantined journal entry (not replayed)", stimulus_id=seq,
+                        kind=kind, error=error)
         self.service.restore_ids([st for st, _ in rec.stimuli])
         self.service.remember_requests([st for st, _ in rec.stimuli])
         log.info("recovered from the journal", stimuli=replayed,
@@ -231,7 +257,9 @@ class Daemon:
 
         mhost, mport = self.args.mqtt
         self.bus = MqttBus(host=mhost, port=mport, cluster=self.name, metrics=self.metrics,
-                           on_notice=self._mqtt_notice)
+                           on_notice=self._mqtt_notice, tokens=self.tokens,
+                           username=getattr(self.args, "mqtt_user", None),
+                           password=self.mqtt_password)
         self.events.add_listener(self.bus.publish_event)
         self.host.bus_connected = lambda: bool(self.bus.connected)
         self.host.command_listeners.append(self._publish_command)
@@ -256,21 +284,25 @@ class Daemon:
             "deadline": cmd.deadline, "nodes": rec.alloc_nodes if rec else 0,
             "cluster": self.name})
 
-    async def _mqtt_notice(self, payload: dict[str, Any]) -> str | None:
-        """A notice published by an instrument: the RPC's validation, then the journal."""
+    async def _mqtt_notice(self, payload: dict[str, Any],
+                           principal: Principal = ANONYMOUS_OPERATOR) -> str | Refusal | None:
+        """A notice published on MQTT by `principal` (the bus mapped the topic's user to
+        it): the RPC's validation and ownership rules, then the journal."""
+        from .mqtt import Refusal
         from .records import Stimulus
 
-        _principal.set(ANONYMOUS_OPERATOR)
+        _principal.set(principal)
         try:
-            body = self.service.notice_body(
-                int(payload["job_id"]), float(payload["expected_arrival"]),
-                int(payload["nodes"]), float(payload["walltime"]),
-                float(payload["notice_time"]) if "notice_time" in payload else None,
-                source="mqtt")
-            await self.journal.append([Stimulus("notice", body, "mqtt")])
+            body = self.service.notice_of_payload(payload, source="mqtt")
+            await self.journal.append([Stimulus("notice", body, principal.user)])
         except (KeyError, TypeError, ValueError) as err:
             return f"a notice needs job_id, expected_arrival, nodes and walltime ({err})"
-        except (Refused, JournalError) as err:
+        except Refused as err:
+            if err.code == grpc.StatusCode.PERMISSION_DENIED:
+                return Refusal("permission", str(err))
+            return str(err)
+        except JournalError as err:
+            self.metrics.journal_write_errors.inc()
             return str(err)
         return None
 
@@ -298,13 +330,34 @@ class Daemon:
         log.info("stopped")
 
 
+def _mqtt_password(args: argparse.Namespace) -> str | None:
+    """The broker password: the first line of --mqtt-password-file."""
+    path = getattr(args, "mqtt_password_file", None)
+    if not path:
+        return None
+    if not getattr(args, "mqtt_user", None):
+        raise StartupError("--mqtt-password-file needs --mqtt-user")
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as err:
+        raise StartupError(f"cannot read --mqtt-password-file {path}: {err.strerror}") from None
+    if not lines or not lines[0].strip():
+        raise StartupError(f"--mqtt-password-file {path} is empty")
+    return lines[0].strip()
+
+
 async def _serve(args: argparse.Namespace) -> int:
     # A computing policy holds the GIL in the engine thread; hand it to the event loop
     # every 1 ms instead of CPython's 5 ms, so RPCs answer while it computes
     # (docs/benchmarks.md: GetJob p99 during a 1 s pass).
     sys.setswitchinterval(0.001)
     daemon = Daemon(args)
-    await daemon.start()
+    try:
+        await daemon.start()
+    except RecoverAgain:
+        daemon.journal.close()
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
     print(f"schedd: serving {daemon.name} on {args.listen[0]}:{daemon.port}"
           + (f", metrics on http://{args.metrics_host}:{daemon.metrics_port}/metrics"
              if daemon.metrics_port else ""), file=sys.stderr, flush=True)

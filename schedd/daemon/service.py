@@ -30,7 +30,7 @@ from .clock import ClockError
 from .host import EngineFailed, EngineHost
 from .interceptor import current_principal
 from .journal import Journal, JournalError
-from .records import FINAL_STATES, PENDING, JobRecord, Stimulus, spec_body
+from .records import FINAL_STATES, PENDING, JobRecord, Stimulus, decode_record, spec_body
 
 log = structlog.get_logger("schedd.rpc")
 
@@ -116,7 +116,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         return self.host.clock.now()
 
     def _record(self, job_id: int) -> JobRecord:
-        rec = self.host.records.get(job_id)
+        rec = self.host.record(job_id)  # finished jobs come from the results store
         if rec is None:
             raise Refused(grpc.StatusCode.NOT_FOUND, f"there is no job {job_id}")
         structlog.contextvars.bind_contextvars(job_id=job_id)
@@ -142,6 +142,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         try:
             await self.journal.append(stimuli)
         except JournalError as err:
+            self.host.metrics.journal_write_errors.inc()
             raise Refused(grpc.StatusCode.UNAVAILABLE, str(err)) from None
         if len(stimuli) == 1:
             structlog.contextvars.bind_contextvars(stimulus_id=stimuli[0].seq)
@@ -394,19 +395,48 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                     _invalid(f"unknown job class {c}")
                 classes.add(CLASS_OF_PB[c].value)
             user = request.user if request.HasField("user") else None
+            live = self.host.records
             matched = sorted(
-                job_id for job_id, rec in self.host.records.items()
+                job_id for job_id, rec in live.items()
                 if (not states or rec.state in states)
                 and (not classes or rec.job_class in classes)
                 and (user is None or rec.user == user)
                 and (not request.owner or rec.owner == request.owner))
             start = _bisect_after(matched, after)
-            page = matched[start:start + size]
-            token = str(page[-1]) if start + size < len(matched) else ""
-            return pb.ListJobsResponse(jobs=[self._job_pb(self.host.records[i]) for i in page],
-                                       next_page_token=token, total=len(matched))
+            # Finished jobs come from the results store, merged in id order.
+            stored, stored_total = self._finished_page(states, classes, user,
+                                                       request.owner, after, size + 1)
+            stored = [r for r in stored if r.job_id not in live]
+            merged = sorted([live[i] for i in matched[start:start + size + 1]] + stored,
+                            key=lambda r: r.job_id)
+            page = merged[:size]
+            token = str(page[-1].job_id) if len(merged) > size else ""
+            return pb.ListJobsResponse(jobs=[self._job_pb(r) for r in page],
+                                       next_page_token=token,
+                                       total=len(matched) + stored_total)
 
         return await self._guard(context, run())
+
+    def _finished_page(self, states: set[str], classes: set[str], user: int | None,
+                       owner: str, after: int, limit: int) -> tuple[list[JobRecord], int]:
+        """Records of finished jobs in the results store matching the filters."""
+        where: list[str] = ["1"]
+        params: list[Any] = []
+        wanted = [s for s in states if s in FINAL_STATES] if states else []
+        if states and not wanted:
+            return [], 0
+        for column, values in (("state", wanted), ("job_class", sorted(classes))):
+            if values:
+                where.append(f"{column} IN ({','.join('?' * len(values))})")
+                params.extend(values)
+        if user is not None:
+            where.append("user = ?")
+            params.append(user)
+        if owner:
+            where.append("owner = ?")
+            params.append(owner)
+        texts, total = self.journal.finished_page(" AND ".join(where), params, after, limit)
+        return [decode_record(t) for t in texts], total
 
     async def AdvanceNotice(self, request: pb.AdvanceNoticeRequest,
                             context: grpc.aio.ServicerContext) -> pb.AdvanceNoticeResponse:
@@ -425,6 +455,20 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             return pb.AdvanceNoticeResponse(stimulus_id=r["stimulus_id"])
 
         return await self._guard(context, run())
+
+    def notice_of_payload(self, payload: dict[str, Any], source: str) -> dict[str, Any]:
+        """A notice from decoded JSON (MQTT): each field a JSON number within its limits
+        (not a string, a boolean or a fraction where a whole number belongs), then the
+        same checks as the RPC. KeyError if one is missing."""
+        values = {}
+        for name in ("job_id", "expected_arrival", "nodes", "walltime", "notice_time"):
+            if name == "notice_time" and name not in payload:
+                continue
+            values[name] = _limit(name, payload[name])
+        return self.notice_body(int(values["job_id"]), float(values["expected_arrival"]),
+                                int(values["nodes"]), float(values["walltime"]),
+                                float(values["notice_time"]) if "notice_time" in values
+                                else None, source=source)
 
     def notice_body(self, job_id: int, arrival: float, nodes: int, walltime: float,
                     notice_time: float | None, source: str = "rpc") -> dict[str, Any]:
@@ -553,6 +597,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             else:
                 pending += rec.state == PENDING
                 finished += rec.state in FINAL_STATES
+        finished += sum(host.finished_counts.values())  # those in the results store
         c = host.cluster_snapshot
         counters = {k: float(v) for k, v in self.engine_stats().items()}
         return pb.ClusterInfo(
@@ -592,7 +637,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     # ------------------------------------------------------------------ clock
     def _clock_pb(self) -> pb.Clock:
         clock, host = self.host.clock, self.host
-        now = clock.now()
+        now = host.published_now()  # never a reading a restart could take back
         return pb.Clock(now=now, mode=clock.mode, speedup=clock.speedup, paused=clock.paused,
                         engine_time=host.engine_time, lag=max(0.0, now - host.engine_time),
                         idle=host.idle and not host.has_pending())
