@@ -139,3 +139,24 @@ def test_imports_run_downwards(module):
     upward = sorted(t for t in import_graph()[module]
                     if (lt := layer(t)) is not None and lt > own)
     assert not upward, f"{module} (layer {own}) imports higher layers: {upward}"
+
+
+def test_a_simulation_of_easy_loads_only_what_it_uses():
+    """`schedd simulate --policy easy` imports no other policy, no solver, no plotting
+    and no sweep machinery (issue 21: a run pays for what it uses)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from schedd.cli import main; "
+            "main(['simulate', '--out', sys.argv[1], '--no-progress', '--quiet', '--limit', "
+            "'50']); print(' '.join(sorted(sys.modules)))")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        loaded = set(subprocess.run([sys.executable, "-c", code, out], capture_output=True,
+                                    text=True, check=True).stdout.split())
+    heavy = {"schedd.policies.los", "schedd.policies.plan_sa", "schedd.policies.wcjs",
+             "schedd.policies.hybrid", "schedd.milp.model", "highspy", "numba",
+             "matplotlib", "dask", "distributed", "pyarrow", "schedd.report.figures"}
+    assert "schedd.policies.backfill" in loaded
+    assert not heavy & loaded, f"loaded without use: {sorted(heavy & loaded)}"

@@ -2,24 +2,92 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator
+from typing import Any
+
 from ..core.cluster import Cluster
 from ..suggest import did_you_mean
-from .backfill import Easy, EasyBestFit, EasySjf
 from .base import Policy, PolicyError, option_help, parse_options
-from .ckpt_backfill import CkptBackfill
-from .conservative import Conservative
-from .fcfs import Fcfs
-from .hybrid import Hybrid
-from .los import TABLE_III
-from .plan_sa import PlanSA
-from .rt_basic import EasyWfp2, RtHpq, RtPreempt
-from .wcjs import Wcjs
 
-POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (Fcfs, Easy, EasyBestFit, EasySjf, Conservative, CkptBackfill,
-                                 PlanSA, *TABLE_III, Hybrid, EasyWfp2, RtHpq,
-                                 RtPreempt, Wcjs)
+# Built-in policies by module: imported on first use, so a run of `easy` loads neither the
+# LOS dynamic programs nor numba's plan kernel nor the real-time heuristics (issue 21).
+_BUILT_IN: dict[str, str] = {
+    "fcfs": "fcfs", "easy": "backfill", "easy-bestfit": "backfill", "easy-sjf": "backfill",
+    "conservative": "conservative", "ckpt-backfill": "ckpt_backfill", "plan-sa": "plan_sa",
+    "easy-d": "los", "easy-e": "los", "easy-de": "los", "los": "los", "los-d": "los",
+    "los-e": "los", "los-de": "los", "delayed-los": "los", "delayed-los-e": "los",
+    "hybrid-los": "los", "hybrid-los-e": "los", "hybrid": "hybrid", "easy-wfp2": "rt_basic",
+    "rt-hpq": "rt_basic", "rt-preempt": "rt_basic", "wcjs": "wcjs",
 }
+
+
+class _Registry(dict):
+    """name -> policy class, a dict whose built-in entries load their module on first
+    access (by name, by iteration or by a copy)."""
+
+    def __init__(self, lazy: dict[str, str]):
+        super().__init__()
+        self._lazy = dict(lazy)
+
+    def _load(self, name: str) -> None:
+        module = importlib.import_module(f"{__name__}.{self._lazy[name]}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Policy) \
+                    and value.__dict__.get("name") in self._lazy:
+                dict.setdefault(self, value.name, value)
+                self._lazy.pop(value.name, None)
+        if name in self._lazy:
+            raise ImportError(f"policy {name!r} is not defined in {module.__name__}")
+
+    def _load_all(self) -> None:
+        for name in list(self._lazy):
+            if name in self._lazy:
+                self._load(name)
+
+    def __getitem__(self, name: str) -> type[Policy]:
+        if name in self._lazy:
+            self._load(name)
+        return dict.__getitem__(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._lazy or dict.__contains__(self, name)
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self._lazy)
+
+    def keys(self) -> Any:
+        self._load_all()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self._load_all()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self._load_all()
+        return dict.items(self)
+
+    def copy(self) -> dict[str, type[Policy]]:
+        self._load_all()
+        return dict(dict.items(self))
+
+    def clear(self) -> None:
+        self._lazy.clear()
+        dict.clear(self)
+
+
+POLICIES: dict[str, type[Policy]] = _Registry(_BUILT_IN)
 
 
 def register(cls: type[Policy]) -> type[Policy]:
