@@ -193,6 +193,11 @@ class Replay:
                 if time.monotonic() > deadline:
                     raise ReplayError(f"the daemon at {self.args.server} stayed unreachable "
                                       f"for {self.args.retry_timeout:g} s") from None
+                if delay == 0.2:  # the first retry of this outage: say it at once
+                    print(f"schedd-replay: the daemon at {self.args.server} does not answer "
+                          f"({err.code().name}); retrying for up to "
+                          f"{self.args.retry_timeout:g} s (--retry-timeout)", file=sys.stderr,
+                          flush=True)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
 

@@ -229,7 +229,7 @@ def math_inf() -> float:
     return float("inf")
 
 
-@pytest.mark.parametrize("case", ["paused", "idle"])
+@pytest.mark.parametrize("case", ["paused", "idle", "killed"])
 def test_a_daemon_that_does_not_advance_is_reported_within_seconds(tmp_path: Path,
                                                                    case: str) -> None:
     # idle: the second job is due 10 virtual days later, at 100x that is 2.4 wall hours.
@@ -246,8 +246,12 @@ def test_a_daemon_that_does_not_advance_is_reported_within_seconds(tmp_path: Pat
                                  "--stall-after", "2", "--status-every", "1"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            needle = ("the daemon's clock is paused" if case == "paused"
-                      else "nothing to send until t=")
+            needle = {"paused": "the daemon's clock is paused",
+                      "idle": "nothing to send until t=",
+                      "killed": "does not answer (UNAVAILABLE); retrying for up to 120 s"}[case]
+            if case == "killed":  # the daemon dies under the replay (engine failures too)
+                _stderr_until(proc, "nothing to send until t=", 30)
+                d.kill()
             text, when = _stderr_until(proc, needle, 30)
             if case == "idle":  # then the status line: virtual time, counts, ETA
                 more, _ = _stderr_until(proc, "ETA", 10)
