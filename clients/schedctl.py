@@ -492,9 +492,9 @@ def cmd_clock(ctx: Context) -> None:
 
 
 # ---------------------------------------------------------------------- parser
-def _globals_parent() -> argparse.ArgumentParser:
+def _globals_parent() -> SuggestingParser:
     """The global options again for each subcommand, so they may also come after it."""
-    p = argparse.ArgumentParser(add_help=False)
+    p = SuggestingParser(add_help=False)
     g = p.add_argument_group("global options (also accepted before the subcommand)")
     g.add_argument("--server", default=argparse.SUPPRESS, metavar="HOST:PORT",
                    help="daemon address")
