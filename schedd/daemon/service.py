@@ -616,11 +616,10 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             policy_spec=self.policy_spec, next_job_id=self._next_free_id())
 
     def _next_free_id(self) -> int:
-        """The id _claim_id would give a job submitted without one (not claimed here)."""
-        n = self.next_id
-        while n in self.known_ids:
-            n += 1
-        return n
+        """One more than the largest id in use: a client that numbers its jobs from here
+        (schedd-replay) collides with no job. Not the id a `job_id = 0` submission gets:
+        those come from the assigned-id cursor (_claim_id), which may be lower."""
+        return max(self.known_ids, default=0) + 1
 
     def engine_stats(self) -> dict[str, float]:
         return dict(self.engine.stats)  # plain ints, written by the engine thread only

@@ -1,0 +1,48 @@
+"""schedd/limits.py: the ranges, exact integer comparison, and the docs table kept true."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from schedd import limits
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "daemon.md"
+
+
+@pytest.mark.parametrize(("name", "value", "ok"), [
+    ("ckpt_interval", 5e-324, False), ("ckpt_interval", 1.0, True),
+    ("ckpt_interval", 1e9, True), ("ckpt_interval", math.nextafter(1e9, 2e9), False),
+    ("ckpt_gb_per_node", 1e308, False), ("ckpt_gb_per_node", 0.0, False),
+    ("ckpt_gb_per_node", 5e-324, True), ("walltime", 0.0, False), ("walltime", -0.0, False),
+    ("runtime", 0.0, True), ("submit_time", math.nan, False), ("submit_time", math.inf, False),
+    ("job_id", 2**53, True), ("job_id", 2**53 + 1, False), ("job_id", 0, False),
+    ("job_id", 10**400, False), ("nodes", 2.5, False), ("nodes", 3.0, True),
+    ("user", -1, True), ("user", -2, False), ("trace.duration", -1.0, True),
+    ("trace.duration", -0.5, False), ("trace.ckpt_interval", 0.0, True),
+    ("trace.ckpt_interval", 0.5, False),
+])
+def test_ranges(name, value, ok):
+    assert (limits.problem(name, value) is None) is ok
+
+
+def test_problem_is_one_sentence_naming_the_field():
+    assert limits.problem("ckpt_interval", 5e-324) == (
+        "ckpt_interval must be a number in [1, 1e+09] s, got 4.94066e-324")
+    assert limits.problem("nodes", True) == "nodes must be a number, got True"
+    assert limits.problem("walltime", "5") == "walltime must be a number, got '5'"
+    with pytest.raises(limits.LimitError, match="job_id must be a whole number"):
+        limits.check("job_id", 2**63)
+
+
+def test_strings():
+    assert limits.text_problem("request_id", "é" * limits.MAX_REQUEST_ID) is None
+    assert "128" in limits.text_problem("request_id", "é" * 129)
+    assert limits.text_problem("anything", "x" * limits.MAX_STRING) is None
+    assert limits.text_problem("anything", "x" * (limits.MAX_STRING + 1))
+
+
+def test_docs_show_the_table():
+    assert limits.markdown_table() in DOCS.read_text()
