@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-after", type=float, default=5.0, metavar="S",
                    help="say why nothing moves after S wall seconds without progress "
                    "(default 5)")
+    p.add_argument("--idle-after", type=float, default=30.0, metavar="S",
+                   help="say so at once when nothing is due for more than S wall seconds "
+                   "(default 30)")
     add_connection_arguments(p)
     return p
 
@@ -559,7 +562,7 @@ class Replay:
         self.status = Status(total, speedup, end_v, every=0.0 if a.no_progress
                              else a.status_every, stall_after=a.stall_after,
                              bar=not a.no_progress and sys.stderr.isatty(),
-                             lockstep=a.lockstep)
+                             lockstep=a.lockstep, lead=self.lead, idle_after=a.idle_after)
 
     def _progress(self, clock: Any, next_due: float | None = None,
                   running: int | None = None, finished: int | None = None) -> None:

@@ -31,13 +31,15 @@ class Status:
 
     def __init__(self, total: int, speedup: float, end_v: float, *, every: float,
                  stall_after: float, bar: bool, lockstep: bool = False,
-                 out: TextIO | None = None):
+                 out: TextIO | None = None, lead: float = 0.0, idle_after: float = 30.0):
         self.total = total
         self.speedup = speedup
         self.end_v = end_v  # virtual time the last job is due
         self.every = every
         self.stall_after = stall_after
         self.lockstep = lockstep
+        self.lead = lead  # wall seconds a job is sent before it is due
+        self.idle_after = max(idle_after, stall_after)  # a quiet gap worth a word
         self.out = out or sys.stderr
         self.started_w = time.monotonic()
         self.last_line_w = self.started_w
@@ -133,8 +135,8 @@ class Status:
                       "behind its clock: a policy pass stuck, or the engine thread died "
                       "(see the daemon's log)")
         if next_due_v is not None and not self.lockstep and self.speedup > 0:
-            wait_w = (next_due_v - s.now) / self.speedup
-            if wait_w > after:
+            wait_w = (next_due_v - s.now) / self.speedup - self.lead
+            if wait_w > self.idle_after:
                 self.warn("idle", f"nothing to send until t={next_due_v:,.0f}, "
                           f"{format_duration(wait_w)} of wall time at {self.speedup:g}x "
                           "(--speedup, --at or --from change that)")
@@ -146,7 +148,7 @@ class Status:
         if s.paused or next_end_v is None or self.lockstep or self.speedup <= 0:
             return
         wait_w = (next_end_v - s.now) / self.speedup
-        if wait_w > self.stall_after:
+        if wait_w > self.idle_after:
             self.warn("idle", f"{running:,} job(s) running and {queued:,} queued; the next "
                       f"one ends at t={next_end_v:,.0f}, in {format_duration(wait_w)} of "
                       f"wall time at {self.speedup:g}x")
