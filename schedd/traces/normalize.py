@@ -179,6 +179,7 @@ def normalize(
     reasons = _drop_reasons(cols["runtime"], nodes, limit)
     kept = np.flatnonzero(reasons < 0)
     kept, duplicates = _unique_ids(trace, cols["job_id"], kept, lenient)
+    kept, bad_bounds = _malleable_bounds(trace, cols, nodes, kept, lenient)
     kept = kept[np.lexsort((cols["job_id"][kept], cols["submit"][kept]))]  # stable
     if len(kept) == n and (len(kept) < 2 or bool((np.diff(kept) > 0).all())):
         out = dict(cols)  # already in queue order, nothing dropped: share, don't copy
@@ -187,13 +188,16 @@ def normalize(
     out["nodes"] = nodes[kept]
     req_time, runtime = out["req_time"], out["runtime"]
     out["walltime"] = np.where(req_time > 0, req_time, runtime).astype(np.float64)
+    rigid = (out["job_class"] == "M") & (out["min_nodes"] < 1)
+    if rigid.any():  # -1 (absent): rigid, as the daemon's min_nodes 0
+        out["min_nodes"] = np.where(rigid, out["nodes"], out["min_nodes"])
     counts = np.bincount(reasons[reasons >= 0], minlength=len(DROP_REASONS))
     return NormalizedTrace(
         header=trace.header,
         max_nodes=limit,
         columns=out,
         dropped={r: int(c) for r, c in zip(DROP_REASONS, counts, strict=True)}
-        | {"duplicate id": duplicates, "malformed": int(trace.skipped)},
+        | {"duplicate id": duplicates, "malformed": int(trace.skipped) + bad_bounds},
         eccs=_kept_eccs(trace.eccs, out["job_id"]),
         procs_per_node=procs_per_node,
     )
@@ -260,6 +264,43 @@ def _unique_ids(trace: Trace, ids: np.ndarray, kept: np.ndarray, lenient: bool
         raise TraceError.at(trace.path, _second_submission_line(trace.path, dup),
                             f"expected a new job id, found job {dup} submitted a second time")
     return np.sort(kept[first]), len(kept) - len(first)
+
+
+def _malleable_bounds(trace: Trace, cols: dict[str, np.ndarray], nodes: np.ndarray,
+                      kept: np.ndarray, lenient: bool) -> tuple[np.ndarray, int]:
+    """A malleable job's min_nodes (field 25) above its nodes is an error at its line (the
+    engine would refuse it mid-run); with `lenient` the job is dropped and counted as
+    malformed. Returns the rows kept and how many were dropped."""
+    bad = (cols["job_class"][kept] == "M") & (cols["min_nodes"][kept] > nodes[kept])
+    if not bad.any():
+        return kept, 0
+    if not lenient:
+        row = int(kept[np.flatnonzero(bad)[0]])
+        job_id = int(cols["job_id"][row])
+        raise TraceError.at(trace.path, _job_line(trace.path, job_id),
+                            f"expected min_nodes (field 25) of malleable job {job_id} at most "
+                            f"its {int(nodes[row])} nodes, found {int(cols['min_nodes'][row])}")
+    return kept[~bad], int(bad.sum())
+
+
+def _job_line(path: str, job_id: int) -> int | None:
+    """Line number of the first job line (not an ECC line) with this id, if readable."""
+    try:
+        raw = _read_bytes(path)
+    except TraceError:
+        return None
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        fields = line.split()
+        if len(fields) < 2 or fields[0].startswith(b";"):
+            continue
+        if len(fields) > 19 and fields[19] in (b"ET", b"RT", b"EP", b"RP"):
+            continue
+        try:
+            if float(fields[0]) == job_id:
+                return lineno
+        except ValueError:
+            continue
+    return None
 
 
 def _second_submission_line(path: str, job_id: int) -> int | None:
