@@ -72,15 +72,18 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             return code
         scrape = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
+        # Labelled series exist from the start at 0: show those that moved.
         shown = [line for line in scrape.splitlines()
-                 if line.startswith(("schedd_completions_total", "schedd_utilisation",
-                                     "schedd_clock_lag_seconds", "schedd_iteration_seconds_count",
-                                     "schedd_budget_overruns_total"))]
-        from schedd.metrics import format_summary
+                 if line.startswith(("schedd_completions_total", "schedd_utilization_ratio",
+                                     "schedd_clock_lag_seconds ",
+                                     "schedd_iteration_seconds_count",
+                                     "schedd_budget_overruns_total"))
+                 and (not line.endswith(" 0.0") or "{" not in line)]
+        from schedd.sim import format_brief
 
         summary = json.loads((out / "summary.json").read_text())
         print()
-        print(format_summary(summary))
+        print(format_brief(summary))
         print()
         print(f"metrics (scraped from {metrics_url}):")
         for line in shown:
