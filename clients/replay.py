@@ -214,6 +214,12 @@ class Replay:
 
     # ------------------------------------------------------------------ run
     async def run(self) -> dict[str, Any]:
+        from schedd.outputs import UsageError, writable_dir
+
+        try:
+            writable_dir(self.args.out)  # now, not after the whole replay
+        except UsageError as err:
+            raise ReplayError(str(err)) from None
         started = time.monotonic()
         self.channel = aio_channel(self.args)
         self.stub = stub(self.channel)

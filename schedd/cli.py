@@ -15,6 +15,9 @@ from typing import Any
 
 from .options import _at_least, add_engine_arguments, engine_options_from
 from .options import probability as _probability
+from .outputs import UsageError
+from .outputs import writable_dir as _writable_dir
+from .outputs import writable_file as _writable_file
 from .suggest import SuggestingParser
 
 SAMPLE_TRACE = "sample-lublin256-1000.swf"
@@ -392,38 +395,6 @@ def _simulate(args: argparse.Namespace) -> int:
         files = "" if args.no_run_files else ", segments.csv, timeseries.csv"
         print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json{files}")
     return 0
-
-
-class UsageError(Exception):
-    """A command line that cannot work: an unwritable output, a missing input (one
-    sentence)."""
-
-
-def _writable_dir(path: str) -> str:
-    """`path`, created if needed; UsageError naming it if it cannot be written to."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, ".schedd-write-test")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
-    except OSError as err:
-        raise UsageError(f"cannot write to the output directory {path} "
-                          f"({err.strerror or err})") from None
-    return path
-
-
-def _writable_file(path: str) -> str:
-    """`path`'s directory exists and takes files; UsageError naming it otherwise."""
-    parent = os.path.dirname(path) or "."
-    if os.path.isdir(path):
-        raise UsageError(f"cannot write {path}: it is a directory")
-    try:
-        _writable_dir(parent)
-    except UsageError as err:
-        why = str(err).rpartition(" (")[2].rstrip(")")
-        raise UsageError(f"cannot write {path} ({why})") from None
-    return path
 
 
 def _progress_bar(total: int, disabled: bool) -> tuple[Any, Any]:

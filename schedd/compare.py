@@ -385,6 +385,11 @@ def _window(text: str | None) -> tuple[float, float] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .outputs import writable_file
+
+    for path in (args.markdown, args.json):  # before minutes of simulations, not after
+        if path:
+            writable_file(path)
     if args.trials < 1 or args.workers < 1:
         raise CompareError("--trials and --workers must be at least 1")
     if any(not 0 <= p < 100 for p in args.percent):

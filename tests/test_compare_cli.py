@@ -46,3 +46,13 @@ def test_percent_out_of_range_is_one_sentence(tmp_path, shared_traces):
     assert proc.returncode == 2
     assert proc.stderr == ("schedd: error: --percent values must lie in [0, 100) (0: no "
                            "real-time jobs, a plain comparison of the runs)\n")
+
+
+def test_unwritable_outputs_are_refused_before_any_simulation(shared_traces):
+    proc = subprocess.run([sys.executable, "-m", "schedd", "compare", "--trace",
+                           str(shared_traces / "KTH-SP2-1996-2.swf"), "--cluster", "nodes:100",
+                           "--percent", "0", "--json", "/proc/x/c.json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == ("schedd: error: cannot write /proc/x/c.json (No such file or "
+                           "directory)\n")

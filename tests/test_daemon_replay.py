@@ -264,3 +264,12 @@ def test_a_daemon_that_does_not_advance_is_reported_within_seconds(tmp_path: Pat
         assert "of wall time at 100x" in text
         assert re.search(r"t=[\d,]+, submitted 1/2, started [01], finished 0, lag \d+ s, "
                          r"ETA 2 h 2\d min", text), text
+
+
+def test_unwritable_out_is_one_sentence_before_anything_is_sent() -> None:
+    proc = subprocess.run([sys.executable, "-m", "schedd_clients.replay", "--server",
+                           "127.0.0.1:9", "-o", "/proc/x"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr == ("schedd-replay: cannot write to the output directory /proc/x (No "
+                           "such file or directory)\n")
