@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cluster name, the <cluster> level of the MQTT topics")
     parser.add_argument("--mqtt", type=host_port, default=("127.0.0.1", 1883),
                         metavar="HOST:PORT", help="MQTT broker (default 127.0.0.1:1883)")
+    parser.add_argument("--mqtt-user", metavar="NAME",
+                        help="broker login, for a broker that refuses anonymous clients "
+                             "(deploy/mosquitto.conf)")
+    parser.add_argument("--mqtt-password-file", metavar="FILE",
+                        help="file whose first line is the --mqtt-user password")
     parser.add_argument("--server", default="127.0.0.1:50051", metavar="HOST:PORT",
                         help="the daemon's gRPC address (default 127.0.0.1:50051)")
     parser.add_argument("--token", help="bearer token, sent as 'authorization: Bearer "
@@ -222,7 +227,9 @@ async def listen(args: argparse.Namespace, agent: Agent,
     down_logged = connected = False
     while True:
         client = aiomqtt.Client(host, port, keepalive=KEEPALIVE,
-                                identifier=f"schedd-ckpt-agent-{uuid.uuid4().hex[:8]}")
+                                identifier=f"schedd-ckpt-agent-{uuid.uuid4().hex[:8]}",
+                                username=args.mqtt_user,
+                                password=getattr(args, "mqtt_password", None))
         try:
             async with client:
                 await client.subscribe(topic, qos=1)
@@ -284,6 +291,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pass
         except OSError as exc:
             parser.error(f"--tls-ca: {exc}")
+    args.mqtt_password = None
+    if args.mqtt_password_file:
+        if not args.mqtt_user:
+            parser.error("--mqtt-password-file needs --mqtt-user")
+        try:
+            with open(args.mqtt_password_file) as f:
+                args.mqtt_password = f.readline().strip()
+        except OSError as exc:
+            parser.error(f"--mqtt-password-file: {exc.strerror}: {args.mqtt_password_file}")
     log.info("checkpoint agent starting", cluster=args.cluster, mqtt=list(args.mqtt),
              server=args.server, delay=args.delay, speedup=args.speedup, ignore=args.ignore)
     try:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import configparser
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 
 from schedd.cli import build_parser
 from schedd.daemon.config import config_words
-from schedd.daemon.metrics import DaemonMetrics, StateSnapshot
+from schedd.daemon.metrics import ALIASES, DaemonMetrics, StateSnapshot
 
 yaml = pytest.importorskip("yaml")
 
@@ -103,11 +105,47 @@ def test_dockerfile() -> None:
             assert (DEPLOY.parent / source).exists(), source
 
 
-def test_mosquitto_conf() -> None:
-    lines = [line.split() for line in (DEPLOY / "mosquitto.conf").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
+def conf_lines(name: str) -> list[list[str]]:
+    return [line.split() for line in (DEPLOY / name).read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def test_mosquitto_conf(compose: dict[str, Any]) -> None:
+    lines = conf_lines("mosquitto.conf")
     assert ["listener", "1883", "0.0.0.0"] in lines or ["listener", "1883"] in lines
-    assert ["allow_anonymous", "true"] in lines
+    assert ["allow_anonymous", "false"] in lines
+    assert not any(w[0] == "allow_anonymous" and w[1] != "false" for w in lines)
+    settings = {w[0]: w[1] for w in lines if len(w) == 2}
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in
+              compose["services"]["mosquitto"]["volumes"] if v.startswith("./")}
+    for key, shipped in (("password_file", "mosquitto.passwd"), ("acl_file", "mosquitto.acl")):
+        assert mounts[settings[key]] == f"./{shipped}", key  # the file deploy/ ships
+
+
+def test_mosquitto_acl_rules() -> None:
+    """Users publish only to their own command topics; only schedd publishes events.
+    (tests/test_mqtt_access.py runs Mosquitto with these files.)"""
+    rules, user = [], None
+    for words in conf_lines("mosquitto.acl"):
+        if words[0] == "user":
+            user = words[1]
+        else:
+            rules.append((words[0] if words[0] == "pattern" else user, words[1], words[2]))
+    writes = {(who, topic) for who, access, topic in rules if access in ("write", "readwrite")}
+    assert writes == {("schedd", "schedd/+/events/+"), ("schedd", "schedd/+/jobs/+/control"),
+                      ("schedd", "schedd/+/rejected/+"), ("schedd", "schedd/+/notices/rejected"),
+                      ("pattern", "schedd/+/cmd/%u/+")}
+    assert ("schedd", "read", "schedd/+/cmd/+/+") in rules
+
+
+def test_mosquitto_passwords_match_the_tokens() -> None:
+    users = {line.split(":")[0] for line in (DEPLOY / "mosquitto.passwd").read_text().splitlines()
+             if line.strip() and not line.startswith("#")}
+    token_users = {words[2] for words in conf_lines("tokens.example")}
+    assert users == token_users | {"schedd"}
+    assert all(line.split(":")[1].startswith("$7$")  # hashed (PBKDF2-SHA512), never plain
+               for line in (DEPLOY / "mosquitto.passwd").read_text().splitlines()
+               if line.strip() and not line.startswith("#"))
 
 
 # --- Prometheus and Grafana provisioning ------------------------------------------------
@@ -120,6 +158,33 @@ def test_prometheus_scrapes_metrics_port() -> None:
                    for target in static["targets"])]
     assert jobs, "no scrape job targets port 9464"
     assert jobs[0].get("scrape_interval", config["global"]["scrape_interval"]) == "5s"
+    assert config["rule_files"] == ["alerts.yml"]
+
+
+def test_alert_rules_cover_the_failures() -> None:
+    rules = {r["alert"]: r["expr"] for g in load_yaml("alerts.yml")["groups"]
+             for r in g["rules"]}
+    wanted = {"ScheddDown": "up", "ScheddEngineFailing": "schedd_engine_failures_total",
+              "ScheddClockLag": "schedd_clock_lag_seconds",
+              "ScheddBudgetOverruns": "schedd_budget_overruns_total",
+              "ScheddJournalWriteErrors": "schedd_journal_write_errors_total",
+              "ScheddBrokerDisconnected": "schedd_mqtt_connected"}
+    for alert, metric in wanted.items():
+        assert re.search(rf"\b{metric}\b", rules[alert]), alert
+    exported = DaemonMetrics(snapshot=StateSnapshot).names()
+    used = {name for expr in rules.values() for name in METRIC.findall(expr)}
+    assert used <= exported, sorted(used - exported)
+
+
+def test_promtool_accepts_rules_and_config() -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (Debian package prometheus; .ci/run "
+                    "installs it)")
+    for args in (["check", "rules", "alerts.yml"], ["check", "config", "prometheus.yml"]):
+        check = subprocess.run([promtool, *args], cwd=DEPLOY, capture_output=True,
+                               text=True, timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_grafana_provisioning(compose: dict[str, Any], dashboard: dict[str, Any]) -> None:
@@ -166,14 +231,16 @@ def test_dashboard_metrics_exist(dashboard: dict[str, Any]) -> None:
     used = {name for q in queries for name in METRIC.findall(q)}
     assert used
     assert used <= exported, f"not exported by the daemon: {sorted(used - exported)}"
+    deprecated = {name for name in used if re.sub(r"_(bucket|sum|count)$", "", name) in ALIASES}
+    assert not deprecated, f"the dashboard uses deprecated names: {sorted(deprecated)}"
 
 
 @pytest.mark.parametrize("topic, metric", [
-    ("utilisation", "schedd_utilisation"),
+    ("utilisation", "schedd_utilization_ratio"),
     ("nodes", "schedd_nodes"),
     ("queue by class", "schedd_queue_length"),
     ("jobs by state", "schedd_jobs"),
-    ("waits", "schedd_wait_seconds_bucket"),
+    ("waits", "schedd_wait_virtual_seconds_bucket"),
     ("slowdowns", "schedd_bounded_slowdown_bucket"),
     ("preemptions", "schedd_preemptions_total"),
     ("checkpoints", "schedd_checkpoints_total"),
@@ -185,6 +252,8 @@ def test_dashboard_metrics_exist(dashboard: dict[str, Any]) -> None:
     ("mqtt failures", "schedd_mqtt_publish_failures_total"),
     ("rpc", "schedd_rpc_requests_total"),
     ("journal", "schedd_journal_commit_seconds_bucket"),
+    ("mqtt refusals", "schedd_mqtt_rejected_total"),
+    ("engine failures", "schedd_engine_failures_total"),
 ])
 def test_dashboard_covers(dashboard: dict[str, Any], topic: str, metric: str) -> None:
     used = {name for q in exprs(dashboard) for name in METRIC.findall(q)}
@@ -192,7 +261,7 @@ def test_dashboard_covers(dashboard: dict[str, Any], topic: str, metric: str) ->
 
 
 def test_dashboard_quantiles_by_class(dashboard: dict[str, Any]) -> None:
-    for family in ("schedd_wait_seconds_bucket", "schedd_bounded_slowdown_bucket"):
+    for family in ("schedd_wait_virtual_seconds_bucket", "schedd_bounded_slowdown_bucket"):
         quantiles = {m.group(1) for q in exprs(dashboard) if family in q
                      for m in [re.search(r"histogram_quantile\((0\.\d+)", q)]
                      if m and re.search(r"by \(le, class\)", q)}
@@ -228,6 +297,7 @@ def test_schedd_toml_parses() -> None:
     assert args.listen == ("0.0.0.0", 50051)
     assert args.metrics_host == "0.0.0.0" and args.metrics_port == 9464
     assert args.mqtt == ("mosquitto", 1883)
+    assert args.mqtt_user == "schedd" and args.mqtt_password_file
     assert args.state_db.startswith("/var/lib/schedd/")
     assert args.log_format == "json"
     assert args.tokens
@@ -237,6 +307,7 @@ def test_config_paths_match_compose(compose: dict[str, Any]) -> None:
     args = build_parser().parse_args(["serve", *config_words(DEPLOY / "schedd.toml")])
     mounts = {v.split(":")[1] for v in compose["services"]["schedd"]["volumes"]}
     assert args.tokens in mounts
+    assert args.mqtt_password_file in mounts
     assert str(Path(args.state_db).parent) in mounts
 
 

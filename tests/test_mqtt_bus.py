@@ -15,6 +15,7 @@ import numpy as np
 import structlog
 from mqtt_broker import shared_broker_kind
 
+from schedd.daemon.auth import ANONYMOUS_OPERATOR, Principal
 from schedd.daemon.metrics import DaemonMetrics
 from schedd.daemon.mqtt import MqttBus
 
@@ -176,12 +177,17 @@ def test_control_queued_before_connect_is_bounded_and_ordered(
     run(main())
 
 
+def refusals(metrics: DaemonMetrics, reason: str) -> float:
+    return sample(metrics, "schedd_mqtt_rejected_total", reason=reason)
+
+
 def test_notices_are_handled_and_rejections_published(mqtt_broker: tuple[str, int]) -> None:
     host, port = mqtt_broker
     cluster = uid("c")
     seen: list[dict[str, Any]] = []
 
-    async def on_notice(notice: dict[str, Any]) -> str | None:
+    async def on_notice(notice: dict[str, Any], who: Principal) -> str | None:
+        assert who == ANONYMOUS_OPERATOR  # no tokens: the anonymous topic is an operator
         seen.append(notice)
         if notice.get("job_id", 0) <= 0:
             return "job_id must be a positive integer."
@@ -202,9 +208,12 @@ def test_notices_are_handled_and_rejections_published(mqtt_broker: tuple[str, in
         assert seen == [good, bad]
         [rejected] = got
         assert json.loads(rejected.payload) == {  # type: ignore[arg-type]
-            "error": "job_id must be a positive integer.", "payload": compact(bad).decode()}
-        assert sample(metrics, "schedd_notices_total", source="mqtt") == 1
+            "error": "job_id must be a positive integer.", "payload": compact(bad).decode(),
+            "reason": "invalid"}
+        # Accepted notices are counted by the daemon when applied, not here (once only).
+        assert sample(metrics, "schedd_notices_total", source="mqtt") == 0
         assert bus.notices_rejected == 1
+        assert refusals(metrics, "invalid") == 1
 
     run(main())
 
@@ -214,7 +223,7 @@ def test_malformed_notices_are_rejected(mqtt_broker: tuple[str, int]) -> None:
     cluster = uid("c")
     called: list[dict[str, Any]] = []
 
-    async def handler(notice: dict[str, Any]) -> str | None:
+    async def handler(notice: dict[str, Any], who: Principal) -> str | None:
         called.append(notice)
         return None
 
@@ -235,6 +244,7 @@ def test_malformed_notices_are_rejected(mqtt_broker: tuple[str, int]) -> None:
         assert got[1]["error"] == "notice must be a JSON object, not list."
         assert all(g["error"].endswith(".") for g in got)
         assert bus.notices_rejected == 3
+        assert refusals(metrics, "malformed") == 3
         assert sample(metrics, "schedd_notices_total", source="mqtt") == 0
         warnings = [e for e in logs if e["event"] == "mqtt notice rejected"]
         assert len(warnings) == 3 and all(e["log_level"] == "warning" for e in warnings)

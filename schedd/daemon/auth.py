@@ -4,6 +4,11 @@ Tokens file: one `TOKEN ROLE USER` line each (`#` starts a comment). `user` may 
 act on its own jobs only; `operator` may do everything, including clock control. Without a
 tokens file the daemon trusts every caller as an operator (it listens on 127.0.0.1 by
 default).
+
+MQTT has no tokens: a command's user is the `<user>` level of its topic
+(`schedd/<cluster>/cmd/<user>/<command>`), which the broker's ACL lets only that broker
+user publish to (docs/mqtt.md). `principal_of_user` maps it to the same principal as the
+user's tokens.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROLES = ("user", "operator")
+# Characters a user name cannot have to be a topic level (and a Mosquitto ACL %u).
+TOPIC_UNSAFE = frozenset("/+#\0")
 OPERATOR_ONLY = frozenset({"AdvanceClock", "Pause", "Resume"})
 
 
@@ -68,6 +75,23 @@ class TokenStore:
         if not tokens:
             raise TokenFileError(f"tokens file {path} lists no token")
         return cls(tokens)
+
+    def principal_of_user(self, user: str) -> Principal | None:
+        """The principal of an MQTT command published under `user` (the topic's user
+        level), or None if that user has no token or cannot be a topic level.
+
+        Without a tokens file every caller is an operator, as over gRPC, under its own
+        name. A user listed with both roles gets the lesser one: the broker password is
+        not the operator token.
+        """
+        if not user or any(c in TOPIC_UNSAFE for c in user):
+            return None
+        if self._tokens is None:
+            return Principal(user, "operator")
+        roles = {p.role for p in self._tokens.values() if p.user == user}
+        if not roles:
+            return None
+        return Principal(user, "operator" if roles == {"operator"} else "user")
 
     def authenticate(self, authorization: str | None) -> Principal | None:
         """The principal of an `authorization: Bearer TOKEN` header, or None."""

@@ -1,4 +1,4 @@
-"""The daemon's MQTT bus: job events out, per-job control commands out, advance notices in.
+"""The daemon's MQTT bus: job events out, per-job control commands out, commands in.
 
 The bus never blocks the daemon and never raises into it. `publish_event` and
 `publish_control` only encode the message and append it to an in-memory queue; a
@@ -7,11 +7,20 @@ down, events are dropped (`WatchEvents` still has them, resumable) and control
 commands are kept, up to `max_queue`, and delivered in order after the reconnect,
 because a job agent that misses a checkpoint request gets killed at the deadline.
 
+Commands in come under the same roles and ownership rules as gRPC. MQTT carries no
+token, so the identity is the topic: `schedd/<cluster>/cmd/<user>/<command>`, which the
+broker's ACL lets only broker user <user> publish to (deploy/mosquitto.acl). The bus maps
+<user> to the tokens file's principal (`TokenStore.principal_of_user`) and hands both to
+the handler; anything it cannot attribute is refused and counted in
+`schedd_mqtt_rejected_total{reason}`.
+
 Topics (docs/mqtt.md):
     schedd/<cluster>/events/<kind>          events, QoS 0
     schedd/<cluster>/jobs/<job_id>/control  control commands, QoS 1
-    schedd/<cluster>/notices                advance notices in (subscribed, QoS 1)
-    schedd/<cluster>/notices/rejected       rejected notices, QoS 1
+    schedd/<cluster>/cmd/<user>/notice      advance notices in (subscribed, QoS 1)
+    schedd/<cluster>/rejected/<user>        their rejections, QoS 1
+    schedd/<cluster>/notices                anonymous notices in: only without tokens
+    schedd/<cluster>/notices/rejected       their rejections, QoS 1
 """
 
 from __future__ import annotations
@@ -29,12 +38,28 @@ from typing import TYPE_CHECKING, Any
 import aiomqtt
 import structlog
 
+from schedd.daemon.auth import ANONYMOUS_OPERATOR, Principal, TokenStore
+
 if TYPE_CHECKING:
     from schedd.daemon.metrics import DaemonMetrics
 
 log = structlog.get_logger("schedd.mqtt")
 
-NoticeHandler = Callable[[dict[str, Any]], Awaitable[str | None]]
+
+@dataclass(frozen=True)
+class Refusal:
+    """A handler's refusal: `reason` labels schedd_mqtt_rejected_total, `error` is the
+    sentence published back. A plain string from a handler means reason "invalid"."""
+
+    reason: str
+    error: str
+
+
+# notice: (payload, who published it) -> None when accepted, else why not.
+NoticeHandler = Callable[[dict[str, Any], Principal], Awaitable["str | Refusal | None"]]
+
+COMMANDS = ("notice",)  # the <command> levels of schedd/<cluster>/cmd/<user>/<command>
+# Refusal reasons: metrics.MQTT_REJECT_REASONS lists them (their series start at 0).
 
 BACKOFF_MIN = 0.25
 KEEPALIVE = 15  # seconds; a silent dead broker is noticed within about 2 x this
@@ -71,7 +96,9 @@ class MqttBus:
 
     def __init__(self, *, host: str, port: int, cluster: str, metrics: DaemonMetrics,
                  on_notice: NoticeHandler | None = None, max_queue: int = 10_000,
-                 client_id: str | None = None, backoff_max: float = 10.0):
+                 client_id: str | None = None, backoff_max: float = 10.0,
+                 tokens: TokenStore | None = None, username: str | None = None,
+                 password: str | None = None):
         if max_queue < 1:
             raise ValueError("max_queue must be at least 1")
         self.host = host
@@ -83,8 +110,12 @@ class MqttBus:
         self.client_id = client_id or f"schedd-{cluster}-{uuid.uuid4().hex[:8]}"
         self.backoff_max = max(backoff_max, BACKOFF_MIN)
         self.prefix = f"schedd/{cluster}"
-        self.notice_topic = f"{self.prefix}/notices"
+        self.notice_topic = f"{self.prefix}/notices"  # anonymous: only without tokens
         self.rejected_topic = f"{self.prefix}/notices/rejected"
+        self.command_topic = f"{self.prefix}/cmd/+/+"  # <user>/<command>
+        self.tokens = tokens if tokens is not None else TokenStore(None)
+        self.username = username  # the broker login (password_file), not a token user
+        self.password = password
         self.notices_rejected = 0  # no Prometheus series for these; tests and logs read it
         self._out: deque[_Outgoing] = deque()
         self._wakeup = asyncio.Event()
@@ -163,10 +194,12 @@ class MqttBus:
         try:
             while True:
                 client = aiomqtt.Client(self.host, self.port, identifier=self.client_id,
+                                        username=self.username, password=self.password,
                                         keepalive=KEEPALIVE, timeout=OP_TIMEOUT)
                 try:
                     async with client:
                         if self.on_notice is not None:
+                            await client.subscribe(self.command_topic, qos=1)
                             await client.subscribe(self.notice_topic, qos=1)
                         self._set_connected()
                         log.info("mqtt connected", host=self.host, port=self.port,
@@ -255,44 +288,90 @@ class MqttBus:
     async def _read(self, client: aiomqtt.Client) -> None:
         # Also runs without a notice handler: it is what notices a lost connection.
         async for message in client.messages:
-            if self.on_notice is not None and message.topic.matches(self.notice_topic):
-                await self._handle_notice(message.payload)
+            if self.on_notice is None:
+                continue
+            topic = str(message.topic)
+            if message.topic.matches(self.command_topic):
+                user, command = topic.split("/")[-2:]
+                await self._handle_command(user, command, message.payload)
+            elif message.topic.matches(self.notice_topic):
+                await self._handle_anonymous(message.payload)
 
-    async def _handle_notice(self, payload: Any) -> None:
-        if isinstance(payload, bytes | bytearray):
-            raw = bytes(payload).decode("utf-8", errors="replace")
+    async def _handle_command(self, user: str, command: str, payload: Any) -> None:
+        """`cmd/<user>/<command>`: the broker's ACL vouches that <user> published it."""
+        rejected_topic = f"{self.prefix}/rejected/{user}"
+        principal = self.tokens.principal_of_user(user)
+        if principal is None:
+            self._reject(Refusal("unknown_user", f"{user!r} is not a user of this daemon "
+                                 "(no token in its tokens file)."),
+                         _text(payload), rejected_topic, user)
+        elif command not in COMMANDS:
+            self._reject(Refusal("unknown_command", f"unknown command {command!r}; "
+                                 f"expected one of: {', '.join(COMMANDS)}."),
+                         _text(payload), rejected_topic, user)
         else:
-            raw = "" if payload is None else str(payload)
+            await self._handle_notice(payload, principal, rejected_topic)
+
+    async def _handle_anonymous(self, payload: Any) -> None:
+        """`notices`: no identity, so only a daemon without tokens takes it (as gRPC
+        without tokens trusts every caller as an operator)."""
+        if self.tokens.enabled:
+            self._reject(Refusal("anonymous", f"{self.notice_topic} carries no identity and "
+                                 "this daemon checks tokens; publish to "
+                                 f"{self.prefix}/cmd/<user>/notice."),
+                         _text(payload), self.rejected_topic, "")
+            return
+        await self._handle_notice(payload, ANONYMOUS_OPERATOR, self.rejected_topic)
+
+    async def _handle_notice(self, payload: Any, principal: Principal,
+                             rejected_topic: str) -> None:
+        raw = _text(payload)
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
-            self._reject(f"notice is not valid JSON ({exc.msg} at position {exc.pos}).", raw)
+            self._reject(Refusal("malformed", f"notice is not valid JSON ({exc.msg} at "
+                                 f"position {exc.pos})."), raw, rejected_topic,
+                         principal.user)
             return
         if not isinstance(obj, dict):
-            self._reject(f"notice must be a JSON object, not {type(obj).__name__}.", raw)
+            self._reject(Refusal("malformed", "notice must be a JSON object, not "
+                                 f"{type(obj).__name__}."), raw, rejected_topic,
+                         principal.user)
             return
         assert self.on_notice is not None
         try:
-            error = await self.on_notice(obj)
+            outcome = await self.on_notice(obj, principal)
         except Exception as exc:
             log.exception("mqtt notice handler failed", payload=raw[:RAW_LIMIT])
-            error = f"internal error handling the notice ({type(exc).__name__})."
-        if error is None:
-            self.metrics.notices.labels(source="mqtt").inc()
-            log.info("mqtt notice accepted", job_id=obj.get("job_id"),
+            outcome = Refusal("internal", "internal error handling the notice "
+                              f"({type(exc).__name__}).")
+        if outcome is None:
+            # Counted in schedd_notices_total by the daemon when it applies the notice.
+            log.info("mqtt notice accepted", job_id=obj.get("job_id"), user=principal.user,
                      request_id=obj.get("request_id"))
-        else:
-            self._reject(error, raw)
+            return
+        if isinstance(outcome, str):
+            outcome = Refusal("invalid", outcome)
+        self._reject(outcome, raw, rejected_topic, principal.user)
 
-    def _reject(self, error: str, raw: str) -> None:
+    def _reject(self, refusal: Refusal, raw: str, topic: str, user: str) -> None:
         self.notices_rejected += 1
-        log.warning("mqtt notice rejected", error=error, payload=raw[:RAW_LIMIT])
+        self.metrics.mqtt_rejected.labels(refusal.reason).inc()
+        log.warning("mqtt notice rejected", reason=refusal.reason, user=user,
+                    error=refusal.error, payload=raw[:RAW_LIMIT])
         try:
-            payload = encode({"error": error, "payload": raw[:RAW_LIMIT]})
+            payload = encode({"error": refusal.error, "payload": raw[:RAW_LIMIT],
+                              "reason": refusal.reason})
         except Exception as exc:
             self._fail("rejection not encodable", exc)
             return
-        self._enqueue(_Outgoing(self.rejected_topic, payload, 1, "rejection", durable=False))
+        self._enqueue(_Outgoing(topic, payload, 1, "rejection", durable=False))
+
+
+def _text(payload: Any) -> str:
+    if isinstance(payload, bytes | bytearray):
+        return bytes(payload).decode("utf-8", errors="replace")
+    return "" if payload is None else str(payload)
 
 
 def _retrieve_disconnect_error(client: aiomqtt.Client) -> None:
