@@ -289,3 +289,38 @@ def test_every_dashboard_expression_returns_data(scraped_daemon: tuple[DaemonPro
     assert one('sum(schedd_rpc_requests_total{method="GetJob", code="NOT_FOUND"})') == 1
     assert one('max(schedd_clock_lag_seconds)') == 0.0  # lockstep: in wall seconds, 0
     assert re.match(r"^\d", str(one('schedd_clock_time_virtual_seconds')))
+
+
+def test_journal_write_errors_are_counted(tmp_path: Path) -> None:
+    """A full disk: the refused request is counted in schedd_journal_write_errors_total
+    (the alert ScheddJournalWriteErrors reads it)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("needs permission to mount a small tmpfs (a full disk)")
+    try:
+        with DaemonProc("--clock", "lockstep", "--cluster", "nodes:8", "--state-db",
+                        str(mnt / "j.sqlite"), metrics=True) as d:
+            s = d.stub()
+            assert value(scrape(d), "schedd_journal_write_errors_total") == 0
+            refused = None
+            for i in range(1, 3000):
+                try:
+                    s.SubmitJob(pb.SubmitJobRequest(job_id=i, nodes=1, walltime=200,
+                                                    runtime=100, request_id=f"{i:05d}-" + "x" * 100),
+                                timeout=10)
+                except grpc.RpcError as err:
+                    refused = err
+                    break
+            assert refused is not None and refused.code() == grpc.StatusCode.UNAVAILABLE
+            text = scrape(d)
+            assert value(text, "schedd_journal_write_errors_total") >= 1
+            assert value(text, "schedd_rpc_requests_total", method="SubmitJob",
+                         code="UNAVAILABLE") == 1
+            d.kill()
+    finally:
+        for _ in range(20):
+            if subprocess.run(["umount", str(mnt)], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.2)
