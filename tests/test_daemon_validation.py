@@ -221,11 +221,12 @@ def test_policy_exception_is_fatal_not_a_dead_engine():
         assert "schedd_engine_failures_total 0.0" in scrape(d.metrics_port)
         stub.SubmitJob(pb.SubmitJobRequest(job_id=1, nodes=2, walltime=50), timeout=TIMEOUT)
         stub.AdvanceClock(pb.AdvanceClockRequest(by=1), timeout=TIMEOUT)
-        stub.SubmitJob(pb.SubmitJobRequest(job_id=2, nodes=7, walltime=50,
+        # Held until t=5, so the failure comes while AdvanceClock is waiting on the engine.
+        stub.SubmitJob(pb.SubmitJobRequest(job_id=2, nodes=7, walltime=50, submit_time=5,
                                            request_id="the-bad-one"), timeout=TIMEOUT)
         started = time.monotonic()
         with pytest.raises(grpc.RpcError) as err:
-            stub.AdvanceClock(pb.AdvanceClockRequest(by=1), timeout=TIMEOUT)
+            stub.AdvanceClock(pb.AdvanceClockRequest(by=10), timeout=TIMEOUT)
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE, err.value
         assert "engine" in err.value.details()
         assert time.monotonic() - started < TIMEOUT / 2  # answered, not timed out

@@ -163,23 +163,61 @@ class SchedulerInterceptor(grpc.aio.ServerInterceptor):
 def oversized(message: Message) -> str | None:
     """The first string field longer than its limit, or repeated filter with too many
     entries (schedd/limits.py), as one sentence; None if every field is within bounds."""
-    for field, value in message.ListFields():
-        repeated = field.is_repeated
-        if field.type == FieldDescriptor.TYPE_MESSAGE:
-            for item in value if repeated else (value,):
-                why = oversized(item)
-                if why is not None:
-                    return why
-            continue
-        if repeated and len(value) > limits.MAX_LIST:
-            return (f"{field.name} may list at most {limits.MAX_LIST} entries, got "
-                    f"{len(value)}")
-        if field.type == FieldDescriptor.TYPE_STRING:
-            for text in value if repeated else (value,):
-                why = limits.text_problem(field.name, text)
-                if why is not None:
-                    return why
+    strings, lists, messages = _plan(message.DESCRIPTOR)
+    for name in lists:
+        if len(getattr(message, name)) > limits.MAX_LIST:
+            return (f"{name} may list at most {limits.MAX_LIST} entries, got "
+                    f"{len(getattr(message, name))}")
+    for name, repeated in strings:
+        value = getattr(message, name)
+        for text in value if repeated else (value,):
+            why = limits.text_problem(name, text)
+            if why is not None:
+                return why
+    for name, repeated in messages:
+        value = getattr(message, name)
+        items = value if repeated else ((value,) if message.HasField(name) else ())
+        flat = repeated and _flat_strings(value)
+        if flat:  # SubmitJobs: measure each job's request_id without a call per job
+            items = [i for i in items if any(len(getattr(i, f)) > n for f, n in flat)][:1]
+        for item in items:
+            why = oversized(item)
+            if why is not None:
+                return why
     return None
+
+
+def _flat_strings(items: Any) -> list[tuple[str, int]] | None:
+    """(string field, its limit) of a repeated message type made of scalars only."""
+    if not items:
+        return None
+    strings, lists, messages = _plan(items[0].DESCRIPTOR)
+    if lists or messages or any(repeated for _, repeated in strings):
+        return None
+    return [(name, limits.STRING_LIMITS.get(name, limits.MAX_STRING)) for name, _ in strings]
+
+
+_PLANS: dict[Any, tuple[list[tuple[str, bool]], list[str], list[tuple[str, bool]]]] = {}
+
+
+def _plan(descriptor: Any) -> tuple[list[tuple[str, bool]], list[str], list[tuple[str, bool]]]:
+    """(string fields, repeated scalar fields, message fields) of a message type, once:
+    a SubmitJobs batch of 100,000 jobs is checked in a few milliseconds."""
+    plan = _PLANS.get(descriptor)
+    if plan is None:
+        strings, lists, messages = [], [], []
+        for field in descriptor.fields:
+            if field.type == FieldDescriptor.TYPE_MESSAGE:
+                if field.message_type.GetOptions().map_entry:
+                    continue  # maps are in responses only
+                messages.append((field.name, field.is_repeated))
+                continue
+            if field.is_repeated:
+                lists.append(field.name)
+            if field.type == FieldDescriptor.TYPE_STRING:
+                strings.append((field.name, field.is_repeated))
+        plan = _PLANS[descriptor] = (strings, lists, messages)
+    return plan
 
 
 class Undecodable:
