@@ -307,9 +307,9 @@ def test_journal_write_errors_are_counted(tmp_path: Path) -> None:
             refused = None
             for i in range(1, 3000):
                 try:
-                    s.SubmitJob(pb.SubmitJobRequest(job_id=i, nodes=1, walltime=200,
-                                                    runtime=100, request_id=f"{i:05d}-" + "x" * 100),
-                                timeout=10)
+                    s.SubmitJob(pb.SubmitJobRequest(
+                        job_id=i, nodes=1, walltime=200, runtime=100,
+                        request_id=f"{i:05d}-" + "x" * 100), timeout=10)
                 except grpc.RpcError as err:
                     refused = err
                     break
