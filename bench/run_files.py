@@ -40,8 +40,8 @@ def main() -> int:
         for r in range(args.repeat):
             for files in ((False, True) if r % 2 == 0 else (True, False)):
                 timings[files].append(one(args.trace, Path(tmp) / str(files), files))
-        seg = sum(1 for _ in open(Path(tmp) / "True" / "segments.csv")) - 1
-        ts = sum(1 for _ in open(Path(tmp) / "True" / "timeseries.csv")) - 1
+        seg = len((Path(tmp) / "True" / "segments.csv").read_text().splitlines()) - 1
+        ts = len((Path(tmp) / "True" / "timeseries.csv").read_text().splitlines()) - 1
     p, q = statistics.median(timings[False]), statistics.median(timings[True])
     print(f"{Path(args.trace).name}: {seg:,} segments, {ts:,} time-series rows; "
           f"{args.repeat} rounds of the whole schedd simulate process")
