@@ -3,15 +3,17 @@ share of jobs checkpointed and waste over p and the threshold (the checkpoint pa
 §4-§5), each beside the ceiling (EASY with actual runtimes as estimates).
 
     .venv/bin/python experiments/ckpt_backfill.py [--traces DIR] [--out FILE]
-        [--figure PNG] [--workers 2] [--jobs N]
+        [--figure PNG] [--json FILE] [--workers 2] [--jobs N] [--slices 4]
 
 For each trace on its own `nodes:MaxNodes`: `easy` with the users' estimates (the
 baseline); `easy` on the trace rewritten at alpha = 0 (the paper's "classical, actual": the
 ceiling of what better estimates alone could give); `ckpt-backfill` over p x threshold (the
 paper's fixed 1,800 s and online quantiles of the requested times) with Intrepid's
 checkpoint overhead (T_delay = 215 s per write and per restart read, T_extend = 430 s);
-and the documented defaults under the paper's Fig. 7 overheads. Writes Markdown tables
-(--out) and a figure (--figure): wait vs share checkpointed, and wait vs waste.
+the documented defaults under the paper's Fig. 7 overheads; and the defaults on
+consecutive slices of each trace (how much the figures move with the period). Writes
+Markdown tables (--out) and a figure (--figure): wait vs share checkpointed, and wait vs
+waste.
 """
 
 from __future__ import annotations
@@ -47,25 +49,27 @@ OVERHEADS = {"none": 0.0, "T_extend 120 s": 60.0, "T_extend 430 s": 215.0,
              "T_extend 1200 s": 600.0, "T_extend 3600 s": 1800.0}
 
 
-def load(traces: Path, name: str, jobs: int | None, alpha: float | None = None
-         ) -> NormalizedTrace:
+def load(traces: Path, name: str, rows: tuple[int, int] | None,
+         alpha: float | None = None) -> NormalizedTrace:
+    """The trace in queue order, or only its jobs rows[0]:rows[1] (a labelled slice)."""
     raw = read_trace(traces / name)
     if alpha is not None:
         raw = with_estimate_accuracy(raw, alpha)
     trace = normalize(raw)
-    if jobs is not None and jobs < len(trace):
+    if rows is not None:
+        lo, hi = rows
         trace = NormalizedTrace(trace.header, trace.max_nodes,
-                                {k: v[:jobs] for k, v in trace.columns.items()},
+                                {k: v[lo:hi] for k, v in trace.columns.items()},
                                 trace.dropped, [])
     return trace
 
 
-Task = tuple[str, str, "int | None", str, tuple[str, ...], float, bool]
+Task = tuple[str, str, "tuple[int, int] | None", str, tuple[str, ...], float, bool]
 
 
 def run(task: Task) -> dict:
-    traces, name, jobs, policy, opts, t_delay, actual = task
-    trace = load(Path(traces), name, jobs, 0.0 if actual else None)
+    traces, name, rows, policy, opts, t_delay, actual = task
+    trace = load(Path(traces), name, rows, 0.0 if actual else None)
     cluster = NodePool(trace.max_nodes)
     options = EngineOptions(checkpoint=CheckpointPolicy(periodic="none", cost_model="fixed",
                                                          fixed_s=t_delay))
@@ -74,7 +78,8 @@ def run(task: Task) -> dict:
     s = result.summary
     stats = result.engine.policy.stats()
     return {
-        "trace": name, "jobs": s["jobs"], "policy": policy, "opts": list(opts),
+        "trace": name, "rows": list(rows) if rows else None, "jobs": s["jobs"],
+        "policy": policy, "opts": list(opts),
         "t_delay": t_delay, "actual": actual,
         "wait": s["mean_wait_s"], "wait_all": s["mean_wait_all_segments_s"],
         "bsld": s["mean_bounded_slowdown"], "ckpt_share": s["preemption_ratio"],
@@ -89,9 +94,9 @@ def run(task: Task) -> dict:
     }
 
 
-def tasks_for(traces: str, name: str, jobs: int | None) -> list[Task]:
+def tasks_for(traces: str, name: str, jobs: tuple[int, int] | None) -> list[Task]:
     out: list[Task] = [(traces, name, jobs, "easy", (), 0.0, False),
-           (traces, name, jobs, "easy", (), 0.0, True)]
+                       (traces, name, jobs, "easy", (), 0.0, True)]
     for thr in THRESHOLDS.values():
         for p in P_VALUES:
             out.append((traces, name, jobs, "ckpt-backfill", (f"p={p}", *thr),
@@ -105,6 +110,9 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
 
 
+TITLE = ("# ckpt-backfill vs easy: tables\n\nWritten by `experiments/ckpt_backfill.py` "
+         "(the command and the discussion: [ckpt_backfill_experiments.md]"
+         "(ckpt_backfill_experiments.md)).\n")
 HEADER = ("| run | wait_s | wait / easy | paper's wait / easy | ceiling | checkpointed | "
           "waste | cascade | cNum | bsld / easy | util |")
 
@@ -177,7 +185,7 @@ def figure(rows: list[dict], path: Path, label: str) -> None:
             ax.axhline(ceiling / base["wait"], color="tab:red", linestyle="--",
                        label="ceiling: easy, actual runtimes")
             ax.axhline(0.85, color="tab:green", linestyle="-.", linewidth=0.8,
-                       label="target 0.85")
+                       label="target: wait 0.85, 5% checkpointed, 1.5% waste")
             ax.axvline(5.0 if row == 0 else 1.5, color="tab:green", linestyle="-.",
                        linewidth=0.8)
             ax.set_xlabel(xlabel + " (%)")
@@ -197,6 +205,34 @@ def figure(rows: list[dict], path: Path, label: str) -> None:
     fig.savefig(path, dpi=90)
 
 
+def slice_tasks(traces: str, name: str, count: int) -> list[Task]:
+    """easy, its ceiling and the defaults (Intrepid's overhead) on `count` consecutive
+    equal slices of the trace: how much one trace's figures move with the period taken."""
+    n = len(load(Path(traces), name, None))
+    size = n // count
+    out: list[Task] = []
+    for k in range(count):
+        rows = (k * size, (k + 1) * size)
+        out += [(traces, name, rows, "easy", (), 0.0, False),
+                (traces, name, rows, "easy", (), 0.0, True),
+                (traces, name, rows, "ckpt-backfill", (), SWEEP_T_DELAY, False)]
+    return out
+
+
+def slice_table(rows: list[dict]) -> list[str]:
+    out = ["", "Defaults (Intrepid's overhead) on consecutive slices of each trace:", "",
+           "| trace | jobs | easy wait_s | easy util | ceiling | wait / easy | checkpointed "
+           "| waste |", "|---" * 8 + "|"]
+    for k in range(0, len(rows), 3):
+        base, ceil_run, r = rows[k:k + 3]
+        lo, hi = r["rows"]
+        out.append(f"| {r['trace']} | {lo:,}-{hi:,} | {base['wait']:,.0f} | "
+                   f"{base['util']:.3f} | {ceil_run['wait'] / base['wait']:.3f} | "
+                   f"{r['wait'] / base['wait']:.3f} | {_pct(r['ckpt_share'])} | "
+                   f"{r['waste']:.2%} |")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default=str(ROOT.parent / "shared" / "traces"))
@@ -206,20 +242,27 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--jobs", type=int, default=None,
                     help="only the first N jobs of each trace (a labelled prefix)")
+    ap.add_argument("--slices", type=int, default=4,
+                    help="also run the defaults on this many consecutive slices of each "
+                    "trace (0: none)")
     args = ap.parse_args()
     started = time.perf_counter()
-    tasks = [t for name in TRACES for t in tasks_for(args.traces, name, args.jobs)]
+    prefix = (0, args.jobs) if args.jobs else None
+    tasks = [t for name in TRACES for t in tasks_for(args.traces, name, prefix)]
+    cut = [t for name in TRACES for t in slice_tasks(args.traces, name, args.slices)
+           ] if args.slices > 0 else []
     with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        rows = list(pool.map(run, tasks))
+        rows = list(pool.map(run, tasks + cut))
+    rows, sliced = rows[:len(tasks)], rows[len(tasks):]
     label = f", first {args.jobs:,} jobs" if args.jobs else ""
-    lines = tables(rows, label)
-    lines += ["", f"({len(rows)} runs, {time.perf_counter() - started:.0f} s with "
-              f"{args.workers} workers)"]
+    lines = tables(rows, label) + (slice_table(sliced) if sliced else [])
     print("\n".join(lines))
+    print(f"\n({len(rows)} runs of whole traces and {len(sliced)} on slices, "
+          f"{time.perf_counter() - started:.0f} s with {args.workers} workers)")
     if args.out:
-        Path(args.out).write_text("\n".join(lines).lstrip("\n") + "\n")
+        Path(args.out).write_text(TITLE + "\n".join(lines) + "\n")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps(rows + sliced, indent=1) + "\n")
     if args.figure:
         figure(rows, Path(args.figure), label)
     return 0

@@ -1,15 +1,18 @@
 """Checkpoint-based aggressive backfilling (Niu et al., ../shared/papers/
 checkpoint-based-backfilling.md).
 
-The classical FCFS backfilling of the paper's Algorithm 1, with two changes:
+The classical FCFS backfilling of the paper's Algorithm 1 (`easy`'s pass: with p = 1 the
+decisions are `easy`'s), with two changes:
 * backfill eligibility and predicted end times use the scheduler's predicted runtime of
-  Algorithm 2 instead of the user's estimate: estimates of at least `t_thr` are scaled
-  down by `p`; a job that was checkpointed is predicted by its remaining requested time
-  (plus the restart extension `T_extend`);
-* Algorithm 3: when the head job's reservation comes due and nodes are missing, the
-  backfilled jobs are checkpointed (JIT) and stopped, largest first, until the head fits;
-  they go back to the head of the queue (behind the reserved job), and the reserved job
-  starts once their checkpoints are written (the engine releases a job's nodes only then).
+  Algorithm 2 instead of the user's estimate: estimates of at least the threshold (`t_thr`
+  seconds, or by default an online quantile of the requested times) are scaled down by
+  `p`; a job that was checkpointed is predicted by its remaining requested time (plus the
+  restart extension `T_extend`);
+* Algorithm 3: when the reservation promised to the head comes and nodes are missing
+  because backfilled jobs outlived their predictions, backfilled jobs are checkpointed
+  (JIT) and stopped, largest first, until the head fits; they go back to the head of the
+  queue (behind the reserved job), and the reserved job starts once their checkpoints are
+  written (the engine releases a job's nodes only then).
 
 The paper assumes jobs are not bound to specific nodes (§3.1, assumption 2), so the policy
 runs on node pools. Where the paper is silent, docs/policies.md says what we chose.
