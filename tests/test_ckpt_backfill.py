@@ -257,6 +257,12 @@ def test_a_prediction_already_outlived_does_not_make_a_new_reservation_due() -> 
 def test_bad_options_and_partitions_are_refused() -> None:
     with pytest.raises(PolicyError, match="p must be in"):
         make_policy("ckpt-backfill", ["p=0"], NodePool(4))
+    for bad in ("t_thr=-5", "t_thr=nan"):
+        with pytest.raises(PolicyError, match="t_thr must be -1"):
+            make_policy("ckpt-backfill", [bad], NodePool(4))
+    for bad in ("t_thr_q=1.5", "t_thr_q=nan"):
+        with pytest.raises(PolicyError, match="t_thr_q must be in"):
+            make_policy("ckpt-backfill", [bad], NodePool(4))
     from schedd.core.cluster_spec import parse_cluster
 
     with pytest.raises(PolicyError, match="node pool"):

@@ -94,7 +94,7 @@ class CkptBackfill(Policy):
         super().__init__(options, cluster)
         if not 0 < options.p <= 1:
             raise PolicyError(f"ckpt-backfill: p must be in (0, 1], not {options.p:g}")
-        if options.t_thr < 0 and options.t_thr != -1:
+        if not (options.t_thr == -1 or options.t_thr >= 0):  # NaN is refused too
             raise PolicyError("ckpt-backfill: t_thr must be -1 (the t_thr_q quantile) or "
                               f"a number of seconds >= 0, not {options.t_thr:g}")
         if not 0 <= options.t_thr_q <= 1:
