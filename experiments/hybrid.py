@@ -20,6 +20,11 @@ PART is any of `main`, `failures`, `overhead`, `saturated` (default: all, in tha
 * saturated: W5, seeds 1..--fail-seeds, the 7 policies with Daly's interval for a 5 h MTBF
   but no failures: checkpoints then add about 12% of the machine to Theta's 84% load, `easy`
   runs at 95% busy, and every node-hour an interruption wastes lengthens the makespan.
+* utilisation: W5, seeds 1..--fail-seeds, the 7 policies recording segments and the
+  machine's time series, and the utilisation measured four ways (busy or less the waste;
+  over the makespan or over the submission window, `utilization_window`) plus the
+  unweighted mean over state changes that a per-event utilisation log gives: where the
+  paper's +5 points could come from (docs/hybrid_experiments.md, "Paper vs ours").
 
 The job model is the paper's (`schedd simulate --ckpt daly --ckpt-cost hybrid
 --no-restart-read --daly-mtbf 50`): rigid jobs checkpoint at Daly's optimum (for an MTBF of
@@ -58,7 +63,7 @@ import platform
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,17 +78,19 @@ from schedd.core.decisions import Decision, Preempt, Start  # noqa: E402
 from schedd.core.engine import EngineOptions  # noqa: E402
 from schedd.core.results import CLASS_CODES  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
+from schedd.run_files import timeseries_table  # noqa: E402
 from schedd.sim import simulate  # noqa: E402
 from schedd.traces import normalize, read_trace  # noqa: E402
 from schedd.traces.hybrid import MIXES, HybridParams, make_hybrid  # noqa: E402
 
 TRACE = ROOT.parent / "shared" / "traces" / "theta_2023.swf"
-PARTS = ("main", "failures", "overhead", "saturated")
+PARTS = ("main", "failures", "overhead", "saturated", "utilisation")
 MECHANISMS = tuple((n, a) for n in ("n", "cua", "cup") for a in ("paa", "spaa"))
 MTBFS_H = (5.0, 50.0)
 DALY_MTBF_H = 50.0  # Daly's interval without failures (--daly-mtbf)
 SATURATED_DALY_H = 5.0
 MTTR_H = 6.0
+ARRIVAL_SCALES = (1.0, 0.9, 0.8)  # utilisation part: the trace, then its arrivals compressed
 GRACE_S = 120.0  # the malleable jobs' warning: the prompt-start grace
 RELEASE_AFTER_S = 600.0  # hybrid's release_after (the paper's 10 minutes)
 OFTEN = 5  # "preempted often": at least this many preemptions of one job
@@ -104,6 +111,7 @@ class Run:
     opts: tuple[str, ...] = ()
     mtbf_h: float = 0.0  # failures (0: none)
     daly_h: float = DALY_MTBF_H  # the MTBF Daly's interval assumes without failures
+    record: bool = False  # keep segments and the time series (the utilisation part)
 
 
 def mech_label(notice: str, arrival: str) -> str:
@@ -137,17 +145,25 @@ def engine_options(run: Run) -> EngineOptions:
 _TRACES: dict[str, Any] = {}  # per worker process: the input trace, read once
 
 
-def _workload(trace_path: str, mix: str, seed: int):
+def _workload(trace_path: str, mix: str, seed: int, scale: float = 1.0):
+    """The hybrid workload of (mix, seed); with `scale` < 1 the trace's submit times are
+    first multiplied by it (every inter-arrival shrinks alike: offered load / scale)."""
     if trace_path not in _TRACES:
         _TRACES[trace_path] = read_trace(trace_path)
-    marked, stats = make_hybrid(_TRACES[trace_path], HybridParams(mix=mix, seed=seed))
+    raw = _TRACES[trace_path]
+    if scale != 1.0:
+        submit = raw.columns["submit"]
+        t0 = float(submit.min())
+        raw = replace(raw, columns=dict(raw.columns, submit=t0 + (submit - t0) * scale))
+    marked, stats = make_hybrid(raw, HybridParams(mix=mix, seed=seed))
     return normalize(marked), stats
 
 
-def run_task(trace_path: str, mix: str, seed: int, runs: tuple[Run, ...]
+def run_task(trace_path: str, mix: str, seed: int, runs: tuple[Run, ...], scale: float = 1.0
              ) -> tuple[str, int, tuple[Run, ...], dict[str, Any], dict[str, dict]]:
-    """Every run on the workload (mix, seed), generated once; metrics by label."""
-    trace, wstats = _workload(trace_path, mix, seed)
+    """Every run on the workload (mix, seed[, arrival scale]), generated once; metrics by
+    label."""
+    trace, wstats = _workload(trace_path, mix, seed, scale)
     submit = trace.columns["submit"]
     span = float(submit.max() - submit.min())
     wstats = dict(wstats, offered_load=sum(wstats["node_hours_by_class"].values()) * 3600.0
@@ -159,8 +175,11 @@ def run_task(trace_path: str, mix: str, seed: int, runs: tuple[Run, ...]
         watch = Watch(policy)
         started = time.perf_counter()
         result = simulate(trace, cluster, policy, seed=seed,
-                          engine_options=engine_options(run))
+                          engine_options=engine_options(run), record=run.record)
         m = run_metrics(result.summary, result.results, cluster.total_nodes, trace.columns)
+        if result.recorder is not None:
+            m.update(utilisation_views(result.summary, result.results, result.recorder,
+                                       cluster.total_nodes))
         m["seconds"] = time.perf_counter() - started
         m["quick"] = watch.quick
         stats = getattr(policy, "stats", None)
@@ -225,6 +244,28 @@ def run_metrics(s: dict[str, Any], res: dict[str, np.ndarray], total: int,
         "not_completed": int(s["jobs"] - s["final_states"]["completed"]),
         **late_ondemand(res, total, trace_cols),
     }
+
+
+def utilisation_views(s: dict[str, Any], res: dict[str, np.ndarray], rec: Any, total: int
+                      ) -> dict[str, float]:
+    """The ways a paper could have measured utilisation (the utilisation part):
+    * window: busy node-time inside [first submit, last submit] over that window's
+      capacity (exact, from the segments), and the same less the waste (all interruptions
+      happen while jobs arrive, so the waste is all inside the window);
+    * events: the mean of busy nodes / N over the instants at which the machine's state
+      changed, unweighted by how long each state lasted (a simulator that logs the
+      utilisation at every event, as CQSim's .ult log does, and averages the lines), over
+      the whole run and over the submission window."""
+    lo, hi = float(res["submit"].min()), float(res["submit"].max())
+    waste = float(res["waste_node_s"].sum()) / (total * (hi - lo))
+    series = timeseries_table(rec)  # the state after every instant it changed
+    t = series["time"]
+    busy = series["busy_nodes"].astype(np.float64) / total
+    inside = (t >= lo) & (t <= hi)
+    return {"window": float(s["utilization_window"]),
+            "window_excl_waste": float(s["utilization_window"]) - waste,
+            "events": float(busy.mean()), "events_window": float(busy[inside].mean()),
+            "instants": float(len(t))}
 
 
 def late_ondemand(res: dict[str, np.ndarray], total: int, cols: dict[str, np.ndarray]
@@ -527,6 +568,47 @@ def saturated_part(per_seed: list[dict[str, dict]], seeds: list[int], blocks: li
     blocks.append(t)
 
 
+def utilisation_part(data: dict[float, list[dict[str, dict]]], seeds: list[int],
+                     blocks: list[Block]) -> None:
+    blocks.append("## 5. Utilisation measured four ways, and against load: the paper's +5 "
+                  "points (W5)")
+    head = ["arrivals x", "offered load %", "policy", "busy % (makespan)",
+            "paper's % (makespan, waste out)", "busy % (window)",
+            "paper's % (window, waste out)", "event mean % (run)", "event mean % (window)",
+            "makespan vs easy %", "turnaround h", "prompt %"]
+    t = Table("W5, no failures: utilisation over the makespan and over the submission "
+              "window, with and without the waste, and averaged over events; the trace's "
+              "arrivals as they are and compressed", head,
+              notes=[f"Means over seeds {seeds[0]}..{seeds[-1]}. arrivals x F = every submit "
+                     "time (and so every notice) multiplied by F from the first one, which "
+                     "divides the offered load by F. Makespan figures divide by nodes x "
+                     "(last end - first submit); window figures count the node-time inside "
+                     "[first submit, last submit] (`utilization_window`, exact from the "
+                     "segments) over nodes x that span; event means average busy nodes / N "
+                     "over the instants at which the machine's state changed, each instant "
+                     "weighing the same however long it lasted (the average of a per-event "
+                     "utilisation log such as CQSim's). In brackets: the difference to easy "
+                     "at the same load, in points."])
+    for scale, per_seed in sorted(data.items(), reverse=True):
+        easy = {k: mean(per_seed, "easy", k) for k in ("busy", "util", "window",
+                                                       "window_excl_waste", "events",
+                                                       "events_window", "makespan")}
+        offered = pct(mean(per_seed, "easy", "offered"))
+        for lab in POLICY_LABELS:
+            def cell(key: str, lab: str = lab, easy: dict[str, float] = easy,
+                     per_seed: list[dict[str, dict]] = per_seed) -> str:
+                v = mean(per_seed, lab, key)
+                return pct(v) if lab == "easy" else f"{pct(v)} ({100 * (v - easy[key]):+.1f})"
+
+            span = mean(per_seed, lab, "makespan") / easy["makespan"] - 1
+            t.rows.append([f"{scale:g}", offered, lab, cell("busy"), cell("util"),
+                           cell("window"), cell("window_excl_waste"), cell("events"),
+                           cell("events_window"), f"{100 * span:+.1f}",
+                           hours(mean(per_seed, lab, "resp")),
+                           pct(mean(per_seed, lab, "prompt"))])
+    blocks.append(t)
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -543,6 +625,9 @@ def main() -> int:
     ap.add_argument("--daly-mtbf", type=float, default=DALY_MTBF_H, metavar="HOURS",
                     help=f"MTBF Daly's interval assumes without failures (default "
                     f"{DALY_MTBF_H:g})")
+    ap.add_argument("--arrival-scales", type=float, nargs="+", default=list(ARRIVAL_SCALES),
+                    metavar="F", help="utilisation part: submit times x F, one run set per F "
+                    "(default " + " ".join(f"{f:g}" for f in ARRIVAL_SCALES) + ")")
     ap.add_argument("--markdown", default=None, metavar="PATH",
                     help="also write the tables as Markdown here")
     args = ap.parse_args()
@@ -587,7 +672,13 @@ def main() -> int:
         for seed in fail_seeds:
             tasks[("W5", seed, 0.0, SATURATED_DALY_H)] = with_mtbf(ALL_POLICIES, 0.0,
                                                                    SATURATED_DALY_H)
-    total_runs = sum(len(r) for r in tasks.values())
+    # The utilisation part records (segments, time series) and compresses the arrivals:
+    # its own tasks, by (seed, arrival scale).
+    util_runs = tuple(Run(r.label, r.policy, r.opts, 0.0, daly, record=True)
+                      for r in ALL_POLICIES)
+    util_keys = [(seed, scale) for scale in args.arrival_scales for seed in fail_seeds] \
+        if "utilisation" in parts else []
+    total_runs = sum(len(r) for r in tasks.values()) + len(util_keys) * len(util_runs)
 
     head = [
         "# Hybrid workload scheduling on Theta (hybrid paper §V)",
@@ -629,6 +720,8 @@ def main() -> int:
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         futures = {key: pool.submit(run_task, args.trace, key[0], key[1], runs)
                    for key, runs in tasks.items()}
+        util_futures = {key: pool.submit(run_task, args.trace, "W5", key[0], util_runs, key[1])
+                        for key in util_keys}
 
         def get(key: Key) -> dict[str, dict]:
             nonlocal sim_seconds
@@ -654,6 +747,15 @@ def main() -> int:
         if "saturated" in parts:
             saturated_part([get(("W5", s, 0.0, SATURATED_DALY_H)) for s in fail_seeds],
                            fail_seeds, blocks)
+            flush()
+        if "utilisation" in parts:
+            util: dict[float, list[dict[str, dict]]] = {}
+            for (_, scale), fut in util_futures.items():
+                _, _, _, ws, out = fut.result()
+                sim_seconds += sum(m["seconds"] for m in out.values())
+                out["easy"]["offered"] = ws["offered_load"]
+                util.setdefault(scale, []).append(out)
+            utilisation_part(util, fail_seeds, blocks)
             flush()
         for key in futures:
             get(key)
