@@ -294,3 +294,23 @@ def test_mqtt_notices_use_the_same_limits(mqtt_broker):
     assert len(rejected) == len(BAD_NOTICES), rejected
     for got, (_, field) in zip(rejected, BAD_NOTICES, strict=True):
         assert field in got["error"] and "internal" not in got["error"], got
+
+
+def test_schedctl_huge_job_id_does_not_block_later_submissions(daemon):
+    """The issue's reproduction, end to end: `schedctl submit --job-id 2**53`, then a
+    submission without an id (it used to get RESOURCE_EXHAUSTED from then on)."""
+
+    def schedctl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "schedd_clients.schedctl", "--server",
+                               daemon.address, *args], capture_output=True, text=True,
+                              timeout=60)
+
+    first = schedctl("submit", "--job-id", str(2**53 - 7), "--nodes", "1", "--walltime", "9")
+    assert first.returncode == 0, first.stderr
+    later = schedctl("submit", "--nodes", "1", "--walltime", "9")
+    assert later.returncode == 0, later.stderr
+    assert "submitted job" in later.stdout
+    beyond = schedctl("submit", "--job-id", str(2**53 + 1), "--nodes", "1", "--walltime", "9")
+    assert beyond.returncode == 1 and beyond.stderr == (
+        "schedctl: INVALID_ARGUMENT: job_id must be a whole number in [1, 9007199254740992], "
+        "got 9007199254740993\n")
