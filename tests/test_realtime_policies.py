@@ -11,14 +11,18 @@ times, blocks, victims and costs are worked by hand in the docstrings. Covered:
    each eligibility rule on its own (real-time job, larger parent, checkpointing job, batch
    job over its threshold, non-checkpointable job), ties by block name, a free partition
    first, one placement by preemption per pass, the high-priority queue order.
-3. wcjs's two queues (Algorithm 1): the threshold crossing, low-priority real-time jobs,
-   the low-priority queue held while a high-priority job waits.
+3. wcjs's two queues (Algorithm 1): the threshold crossing, low-priority real-time jobs;
+   what an unplaced high-priority RTJ holds back (blocking=authors: only the low-priority
+   RTJs; strict: the whole low-priority queue) and the no-stall rule in every mode (an
+   RTJ no partition can be vacated for, a 32,768-node one on `mira`, holds nothing back).
 4. JIT checkpoints: the real-time job starts when the last victim's checkpoint is written,
    on a claim nothing else may use; on a Blue Gene/Q and on a node pool.
 5. rt-preempt's NO/SYS/APP/JIT-CKPT schemes (result columns, summary keys, eqs. 1-20), and
    the CLI's `--ckpt` from the policy's scheme.
 6. rt-hpq (backfill and strict blocking); 7. rt-preempt's victim choice.
 8. Property tests over random mixed workloads on `bgq:8` and `nodes:64`.
+9. --requeue-remaining: the remaining-walltime arithmetic (JIT, SYS-CKPT, NO-CKPT) and its
+   effect on wfp2 order, ESD and category.
 
 Checkpoint times follow eq. 34 (CheckpointModel): 512 s for a 512-2048-node partition,
 4 s per node below 128 nodes (48 s for 12 nodes, 64 s for 16, 128 s for 32).
