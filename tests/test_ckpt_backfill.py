@@ -194,6 +194,25 @@ def test_online_threshold_is_a_quantile_of_the_requests_seen() -> None:
         assert quantile.value() == expected
 
 
+@given(walltimes=st.lists(st.sampled_from([60.0, 600.0, 1800.0, 3600.0, 7200.0, 86_400.0])
+                          | st.floats(1.0, 1e6), min_size=1, max_size=60),
+       q=st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]),
+       batches=st.integers(1, 5))
+def test_online_quantile_equals_the_sorted_rank(walltimes: list[float], q: float,
+                                                batches: int) -> None:
+    """After any sequence of arrivals (in batches, some jobs seen twice), the threshold is
+    the request of rank floor(q x n) among the n seen, or infinite when that is n."""
+    jobs = [_job(JobSpec(i, 0, runtime=1, nodes=1, walltime=w))
+            for i, w in enumerate(walltimes, 1)]
+    quantile = RequestQuantile(q)
+    step = max(1, len(jobs) // batches)
+    for lo in range(0, len(jobs), step):
+        quantile.add(jobs[max(0, lo - 1):lo + step])  # overlapping: repeats count once
+        seen = sorted(walltimes[:lo + step])
+        k = int(q * len(seen))
+        assert quantile.value() == (seen[k] if k < len(seen) else float("inf"))
+
+
 def test_online_threshold_shields_the_shortest_share_of_requests() -> None:
     """A (6 nodes, 600 s) runs; H (8 nodes) waits for t = 600; B (4 nodes) asks 5,000 s
     and runs 400. The requests seen are 600, 600, 5,000: with q = 0.5 the threshold is

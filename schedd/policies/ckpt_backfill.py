@@ -20,7 +20,7 @@ runs on node pools. Where the paper is silent, docs/policies.md says what we cho
 
 from __future__ import annotations
 
-import bisect
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -65,23 +65,34 @@ def predict_runtime(estimate: float, ran: float | None, p: float, t_thr: float,
 
 class RequestQuantile:
     """The q-quantile of the requested times submitted so far, kept online (causal): the
-    value with floor(q x n) of the n requests below it (when they are distinct), so that
-    about a share q of jobs is shorter; infinite when q x n reaches n."""
+    value with floor(q x n) of the n requests below it in sorted order, so that about a
+    share q of jobs is shorter; infinite when floor(q x n) = n. Two heaps split the
+    requests at that rank, so each new request costs O(log n)."""
 
     def __init__(self, q: float):
         self.q = q
-        self.sorted: list[float] = []
+        self.below: list[float] = []  # the floor(q x n) smallest, negated (a max-heap)
+        self.rest: list[float] = []  # the others (a min-heap)
         self.seen: set[int] = set()
 
     def add(self, jobs: Sequence[Job]) -> None:
         for job in jobs:
-            if job.id not in self.seen:
-                self.seen.add(job.id)
-                bisect.insort(self.sorted, job.walltime)
+            if job.id in self.seen:
+                continue
+            self.seen.add(job.id)
+            x = job.walltime
+            if self.below and x < -self.below[0]:
+                heapq.heappush(self.below, -x)
+            else:
+                heapq.heappush(self.rest, x)
+            rank = int(self.q * len(self.seen))
+            while len(self.below) > rank:
+                heapq.heappush(self.rest, -heapq.heappop(self.below))
+            while len(self.below) < rank:
+                heapq.heappush(self.below, -heapq.heappop(self.rest))
 
     def value(self) -> float:
-        k = int(self.q * len(self.sorted))
-        return self.sorted[k] if k < len(self.sorted) else INF
+        return self.rest[0] if self.rest else INF
 
 
 class CkptBackfill(Policy):
