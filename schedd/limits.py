@@ -196,5 +196,10 @@ def text_problem(name: str, text: str) -> str | None:
 def _show(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
+    return shown(value)
+
+
+def shown(value: Any, width: int = 40) -> str:
+    """repr(value) cut to `width` characters: an error echoes what it refuses, not 1 MB."""
     text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= width else text[:width - 3] + "..."

@@ -90,7 +90,6 @@ def test_any_config_is_accepted_or_one_error_line(text, capsys):
     assert rc == 2, f"{text!r}: {rc}\n{err}"
     errors = [line for line in err.splitlines() if "error:" in line]
     assert len(errors) == 1, f"{text!r}\n{err}"
-    assert len(errors[0]) < 400, errors[0]
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -100,6 +99,7 @@ def test_any_config_is_accepted_or_one_error_line(text, capsys):
     ("tick = nan\n", ["--tick"]),
     ("ckpt-interval = 5e-324\n", ["--ckpt-interval", "[1, 1e+09]"]),
     ("metrics-port = 70000\n", ["--metrics-port", "65535"]),
+    (f'listen = "{"a" * 3000}"\n', ["--listen", "HOST:PORT", "'aaaa"]),
 ])
 def test_config_numbers_use_the_limits_table(text, words, capsys):
     rc, err = run(text, capsys)
@@ -107,3 +107,4 @@ def test_config_numbers_use_the_limits_table(text, words, capsys):
     line = next(line for line in err.splitlines() if "error:" in line)
     for word in words:
         assert word in line, line
+    assert len(line) < 200, line  # what it refuses is echoed cut short

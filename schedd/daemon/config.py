@@ -26,7 +26,7 @@ class ConfigError(ValueError):
 def _host_port(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {limits.shown(text)}")
     return host, int(port)
 
 
@@ -38,7 +38,8 @@ def _limited(name: str, kind: type = float) -> Any:
             value = kind(text)
         except ValueError:
             if kind is not float or limits.LIMITS[name].unit != "s":
-                raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+                raise argparse.ArgumentTypeError(
+                f"expected a number, got {limits.shown(text)}") from None
             try:  # seconds also as H:MM:SS or 1h30m
                 value = parse_duration(text)
             except DurationError as err:
