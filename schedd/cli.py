@@ -108,11 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_hybrid_parser(wl_sub)
     _add_realtime_parser(wl_sub)
     from .compare import add_parser as add_compare_parser
+    from .daemon.journal_cli import add_parser as add_journal_parser
     from .milp.cli import add_parser as add_milp_parser
     from .report.cli import add_parser as add_report_parser
     from .sweep.cli import add_parser as add_sweep_parser
 
     add_compare_parser(sub)
+    add_journal_parser(sub)
     add_milp_parser(sub)
     add_report_parser(sub)
     add_sweep_parser(sub)
@@ -330,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
             from .report.cli import run as run_report
 
             return run_report(args)
+        if args.command == "journal":
+            from .daemon.journal_cli import run as run_journal
+
+            return run_journal(args)
         if args.command == "serve":
             from .daemon.server import serve_main
 

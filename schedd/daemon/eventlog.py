@@ -2,7 +2,12 @@
 
 Sequence numbers start at 1 in each daemon lifetime (`epoch` names the lifetime); a
 watcher resumes by asking for the events from a sequence number on, as long as they are
-still in the ring.
+still in the ring. The ring keeps plain tuples (a dict per event would cost about four
+times the memory at the ring's 200,000 events).
+
+Every event is emitted after the state change it announces is in the journal (the engine
+host journals an iteration's progress before it emits the iteration's events), so an
+event a watcher has seen is never taken back by a restart.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ class EventLog:
     def __init__(self, cluster: str, capacity: int = 200_000):
         self.cluster = cluster
         self.epoch = uuid.uuid4().hex[:8]
-        self._ring: deque[Event] = deque(maxlen=capacity)
+        self._ring: deque[tuple[int, float, str, int, str, str, int]] = deque(maxlen=capacity)
         self._seq = 0
         self._watchers: set[asyncio.Queue[Event | None]] = set()
         self._listeners: list[Callable[[Event], None]] = []
@@ -40,7 +45,7 @@ class EventLog:
         event = {"seq": self._seq, "time": time, "kind": kind, "job_id": job_id,
                  "state": state, "cause": cause, "nodes": nodes, "cluster": self.cluster,
                  "epoch": self.epoch}
-        self._ring.append(event)
+        self._ring.append((self._seq, time, kind, job_id, state, cause, nodes))
         for listener in self._listeners:
             listener(event)
         for queue in list(self._watchers):
@@ -56,13 +61,18 @@ class EventLog:
         """Events with sequence number >= seq still in the ring."""
         if not self._ring or seq > self._seq:
             return []
-        first = self._ring[0]["seq"]
+        first = self._ring[0][0]
         start = max(0, seq - first)
-        return [self._ring[i] for i in range(start, len(self._ring))]
+        return [self._event(self._ring[i]) for i in range(start, len(self._ring))]
+
+    def _event(self, row: tuple[int, float, str, int, str, str, int]) -> Event:
+        seq, time, kind, job_id, state, cause, nodes = row
+        return {"seq": seq, "time": time, "kind": kind, "job_id": job_id, "state": state,
+                "cause": cause, "nodes": nodes, "cluster": self.cluster, "epoch": self.epoch}
 
     @property
     def oldest_seq(self) -> int:
-        return self._ring[0]["seq"] if self._ring else self._seq + 1
+        return self._ring[0][0] if self._ring else self._seq + 1
 
     def watch(self, maxsize: int = 50_000) -> asyncio.Queue[Event | None]:
         queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize)

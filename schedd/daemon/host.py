@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import pickle
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,11 +34,12 @@ from ..core.bgq import BlockCluster
 from ..core.decisions import DecisionError
 from ..core.engine import Command, Engine
 from ..core.job import JobState
+from ..core.results import ResultTable
 from ..core.validate import validate
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
 from .eventlog import EventLog
-from .journal import Journal, JournalError, Progress, Recovered
+from .journal import Journal, JournalError, Progress, Recovered, Snapshot
 from .metrics import DaemonMetrics, StateSnapshot
 from .records import (
     FINAL_STATES,
@@ -54,12 +56,15 @@ from .records import (
     record_of_job,
     record_of_spec,
 )
+from .snapshot import SNAPSHOT_EVERY, dumps, restore
+from .stored import pack_rows, stored_chunks
 
 log = structlog.get_logger("schedd.host")
 
 CLASS_NAMES = {"B": "batch", "R": "realtime", "O": "ondemand", "M": "malleable",
                "D": "dedicated"}
 ITERATION_WALL_CAP = 0.2  # seconds of engine work before the loop gets a turn
+RESULTS_IN_MEMORY = 20_000  # engine result rows kept before they are only in the store
 CLOCK_LEASE_WALL = 2.0  # wall seconds of clock journalled ahead of the reading (see _mark)
 MARK_RETRY_WALL = 1.0  # wall seconds between attempts when the journal cannot be written
 FAILED = ("the scheduling engine failed and the daemon is stopping to restart; retry "
@@ -125,6 +130,7 @@ class IterationOut:
     eccs: list[tuple[Any, str]]
     records: dict[int, JobRecord]
     finished: list[tuple[int, str, str, int, str, str]]  # rows for the results store
+    results: list[tuple[int, int, bytes]]  # result rows for the results store
     overruns: list[int]
     engine_time: float
     next_time: float | None
@@ -158,7 +164,16 @@ class EngineHost:
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._run_until_idle = False
         self._overruns: list[int] = []
-        self._last_results = 0
+        self._last_results = 0  # rows of engine.results already handed to the store
+        self.results_base = 0  # number of the first row of engine.results, from the first
+        self.last_applied_seq = 0  # stimuli up to here are applied (in seq order)
+        self._applied_since_snapshot = 0
+        self.snapshot_every = SNAPSHOT_EVERY
+        # Set by the daemon: extra state for snapshots (the service's id cursor).
+        self.snapshot_extra: Callable[[], dict[str, Any]] = dict
+        self.restored_extra: dict[str, Any] = {}
+        # Called with each job id whose record moved to the results store.
+        self.on_stored: Callable[[int], None] = lambda job_id: None
         # Job-control commands (checkpoint, warning, resize, start, stop) go to these.
         self.command_listeners: list[Callable[[Command], None]] = []
         self.bus_connected: Callable[[], bool] = lambda: False  # set when MQTT is on
@@ -231,6 +246,11 @@ class EngineHost:
                 self._fail(err, batch)
                 return
             self._recent.extend(batch)
+            if out.applied:
+                self.last_applied_seq = out.applied[-1][0]
+                self._applied_since_snapshot += len(out.applied)
+                if self._applied_since_snapshot >= self.snapshot_every:
+                    await self._snapshot()
             if idle_run and out.caught_up:
                 self._run_until_idle = False
                 if self.clock.lockstep:
@@ -243,6 +263,42 @@ class EngineHost:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
 
+    async def _snapshot(self) -> None:
+        """Store the live state and compact the journal to it (between iterations)."""
+        self._applied_since_snapshot = 0
+        start = time.perf_counter()
+        seq, engine_time, clock = self.last_applied_seq, self.engine_time, self.durable_clock
+        host = {"records": dict(self.records), "owners": dict(self.owners),
+                "extra": self.snapshot_extra()}
+        try:
+            state = await self.in_engine(lambda: self._pickle_engine(host))
+            await self.journal.snapshot_async(Snapshot(seq, engine_time, clock, state))
+        except (JournalError, TypeError, AttributeError, pickle.PicklingError) as err:
+            log.error("snapshot failed; the journal keeps every stimulus until one works",
+                      error=f"{type(err).__name__}: {err}")
+            return
+        log.info("snapshot stored, journal compacted", last_stimulus_id=seq,
+                 bytes=len(state), live_jobs=len(self.records),
+                 seconds=round(time.perf_counter() - start, 3))
+
+    def _snapshot_objects(self) -> dict[str, Any]:
+        return {"engine": self.engine, "primary": self.policy.primary,
+                "fallback": self.policy.fallback}
+
+    def _pickle_engine(self, host: dict[str, Any]) -> bytes:
+        """Engine thread: the engine's and the policies' state, the live records."""
+        return dumps(self._snapshot_objects(),
+                     {**host, "results_base": self.results_base,
+                      "last_results": self._last_results}, owner=self.policy)
+
+    def _restore(self, data: bytes) -> None:
+        """Recovery: the snapshot's state into the objects the daemon built."""
+        extra = restore(data, self._snapshot_objects(), owner=self.policy)
+        self.engine.outbox, self.engine.transitions = [], []
+        self.results_base, self._last_results = extra["results_base"], extra["last_results"]
+        self.records, self.owners = extra["records"], extra["owners"]
+        self.restored_extra = extra["extra"]
+
     async def _mark(self, out: IterationOut) -> bool:
         """Journal the iteration's progress (applied marks, engine time, clock, finished
         jobs) and wait until it is on disk. A write failure holds the iteration's events
@@ -253,7 +309,8 @@ class EngineHost:
             # next mark stay behind what a restart resumes from.
             clock += self.clock.speedup * CLOCK_LEASE_WALL
         clock = max(clock, out.engine_time)
-        progress = Progress(out.applied, out.overruns, out.engine_time, clock, out.finished)
+        progress = Progress(out.applied, out.overruns, out.engine_time, clock, out.finished,
+                            out.results)
         while True:
             try:
                 await self.journal.mark(progress)
@@ -355,6 +412,7 @@ class EngineHost:
                  until_idle: bool) -> IterationOut:
         start = time.perf_counter()
         engine = self.engine
+        self._drop_stored_results()
         applied: list[tuple[int, float]] = []
         rejected: list[tuple[Stimulus, str]] = []
         for st in stimuli:
@@ -413,7 +471,7 @@ class EngineHost:
             rec = self._record(job_id)
             if rec is not None:
                 records[job_id] = rec
-        self._add_results(records)
+        rows = self._add_results(records)
         finished = []
         for job_id, rec in records.items():  # out of memory, into the results store
             if rec.final and engine.finished.pop(job_id, None) is not None:
@@ -422,7 +480,7 @@ class EngineHost:
                                  encode_record(rec)))
         overruns, self._overruns = self._overruns, []
         return IterationOut(applied, rejected, transitions, commands, eccs, records, finished,
-                            overruns,
+                            rows, overruns,
                             engine.now, engine.next_time(), caught_up,
                             self._cluster_state(), time.perf_counter() - start)
 
@@ -437,20 +495,34 @@ class EngineHost:
             block = engine.cluster.block_name(alloc.block)
         return record_of_job(job, block)
 
-    def _add_results(self, records: dict[int, JobRecord]) -> None:
-        """Executed time and checkpoints of jobs that finished since the last iteration."""
+    def _add_results(self, records: dict[int, JobRecord]) -> list[tuple[int, int, bytes]]:
+        """Executed time and checkpoints of jobs that finished since the last iteration;
+        their result rows, numbered from the first row ever, for the results store."""
         results = self.engine.results
         n = len(results)
-        if n == self._last_results:
-            return
-        ids = results.column("id")[self._last_results:n].tolist()
-        executed = results.column("executed")[self._last_results:n].tolist()
-        ckpts = results.column("checkpoints")[self._last_results:n].tolist()
+        lo = self._last_results
+        if n == lo:
+            return []
+        arrays = results.arrays(copy=False)
+        ids = arrays["id"][lo:n].tolist()
+        executed = arrays["executed"][lo:n].tolist()
+        ckpts = arrays["checkpoints"][lo:n].tolist()
         self._last_results = n
         for job_id, ex, ck in zip(ids, executed, ckpts, strict=True):
             rec = records.get(job_id)
             if rec is not None:
                 rec.executed, rec.checkpoints = ex, ck
+        first = self.results_base + lo
+        return [(first + i, job_id, row) for i, (job_id, row) in
+                enumerate(zip(ids, pack_rows(arrays, lo, n), strict=True))]
+
+    def _drop_stored_results(self) -> None:
+        """Engine thread, between iterations: every row so far is in the results store
+        (the last iteration's mark committed them), so the engine's table starts again."""
+        if len(self.engine.results) >= RESULTS_IN_MEMORY:
+            self.results_base += len(self.engine.results)
+            self.engine.results = ResultTable.empty()
+            self._last_results = 0
 
     def _cluster_state(self) -> ClusterSnapshot:
         engine = self.engine
@@ -509,6 +581,7 @@ class EngineHost:
             self.finished_counts[key] = self.finished_counts.get(key, 0) + 1
             self.records.pop(job_id, None)
             self.owners.pop(job_id, None)
+            self.on_stored(job_id)
 
     def record(self, job_id: int) -> JobRecord | None:
         """A job's record: live ones from memory, finished ones from the results store."""
@@ -575,8 +648,19 @@ class EngineHost:
             clock_lag=max(0.0, now - self.engine_time),
             mqtt_connected=1.0 if self.bus_connected() else 0.0)
 
-    async def results(self) -> dict[str, np.ndarray]:
-        return await self.in_engine(lambda: self.engine.results.arrays(copy=True))
+    async def results(self, chunk: int = 50_000) -> AsyncIterator[dict[str, np.ndarray]]:
+        """Every result row, oldest first, in chunks: the results store's, then the
+        engine's (taken together in the engine thread, so none is missed or doubled)."""
+        base, live = await self.in_engine(
+            lambda: (self.results_base, self.engine.results.arrays(copy=True)))
+        loop = asyncio.get_running_loop()
+        chunks = stored_chunks(self.journal, base, chunk)
+        while True:
+            part = await loop.run_in_executor(None, next, chunks, None)
+            if part is None:
+                break
+            yield part
+        yield live
 
     # ------------------------------------------------------------------ recovery
     def recover(self, rec: Recovered) -> int:
@@ -587,8 +671,13 @@ class EngineHost:
         late: list[Stimulus] = []
         for seq, why in rec.unreadable:
             self._quarantine(seq, why)
+        if rec.snapshot is not None:
+            self._restore(rec.snapshot)
+            self.last_applied_seq = rec.snapshot_seq
         applied: list[Stimulus] = []
         for st, applied_at in rec.stimuli:
+            if st.seq <= rec.snapshot_seq:
+                continue  # in the snapshot
             if applied_at is None:
                 late.append(st)
                 continue
@@ -616,8 +705,11 @@ class EngineHost:
         out.transitions = []  # already published before the crash
         out.eccs = []
         out.commands = []
-        if out.finished:  # normally stored already, when they finished
-            self.journal.mark_now(Progress([], [], rec.engine_time, rec.clock, out.finished))
+        if out.finished or out.results:  # normally stored already, when they finished
+            self.journal.mark_now(Progress([], [], rec.engine_time, rec.clock, out.finished,
+                                           out.results))
+        if applied:
+            self.last_applied_seq = applied[-1].seq
         self._absorb(out)
         self.finished_counts = {(s, c): n for (s, c), n in
                                 self.journal.finished_count().items()}

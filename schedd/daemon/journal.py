@@ -7,11 +7,21 @@ so the fsync cost is shared. All SQLite work happens in one writer thread.
 What is kept:
 * `meta`: the run's configuration (cluster, policy, options, seed, engine options, clock);
   a restart with a different configuration is refused rather than replayed wrongly.
-* `stimuli`: every accepted request, in order, with its client request id and answer (for
-  idempotent retries) and the engine time at which it was applied (`applied_at`).
+* `stimuli`: every accepted request, in order (`seq` 1, 2, 3, ... with no gap), with its
+  client request id and answer (for idempotent retries) and the engine time at which it
+  was applied (`applied_at`).
 * `overruns`: the policy passes that fell back because of the wall-clock budget.
-* `progress`: the engine time and clock reached (written at most every `progress_every`
-  seconds; the recovered clock continues from there).
+* `progress`: the engine time and clock reached. Written, with the `applied_at` marks and
+  the iteration's finished jobs, durably **before** the iteration's events are published
+  (`mark`): whatever a watcher saw, a restart starts from there or later.
+* `finished`: the records of finished jobs (the results store; the daemon keeps only live
+  jobs in memory and reads finished ones from here).
+* `rejected`: stimuli the engine raised on during recovery, with the error (quarantined:
+  recovery goes on without them; `schedd journal check` lists them).
+
+Next to the file, `FILE-acked` holds the last acknowledged sequence number (written after
+each commit, not synced: it can lag, never lead). A journal whose stimuli end before that
+number lost acknowledged requests (a truncated or garbled write-ahead log) and is refused.
 
 Recovery replays the stimuli through a fresh engine at their `applied_at` times, which
 rebuilds the same state (the engine is deterministic); stimuli accepted but not applied
@@ -21,15 +31,18 @@ before the crash are applied at the recovered time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import sqlite3
-import threading
 import time
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from .journal_check import acked_path, check_journal, row_crc
 from .records import Stimulus
 
 SCHEMA = """
@@ -42,7 +55,8 @@ CREATE TABLE IF NOT EXISTS stimuli (
     body TEXT NOT NULL,
     response TEXT NOT NULL,
     accepted_wall REAL NOT NULL,
-    applied_at REAL
+    applied_at REAL,
+    crc INTEGER
 );
 CREATE TABLE IF NOT EXISTS overruns (pass INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS progress (
@@ -50,7 +64,42 @@ CREATE TABLE IF NOT EXISTS progress (
     engine_time REAL NOT NULL,
     clock REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS finished (
+    job_id INTEGER PRIMARY KEY,
+    state TEXT NOT NULL,
+    job_class TEXT NOT NULL,
+    user INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (n INTEGER PRIMARY KEY, job_id INTEGER NOT NULL,
+                                    row BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshot (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    last_seq INTEGER NOT NULL,
+    engine_time REAL NOT NULL,
+    clock REAL NOT NULL,
+    state BLOB NOT NULL,
+    crc INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS requests (
+    request_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    response TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rejected (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    request_id TEXT,
+    owner TEXT NOT NULL,
+    body TEXT NOT NULL,
+    response TEXT NOT NULL,
+    error TEXT NOT NULL,
+    rejected_wall REAL NOT NULL
+);
 """
+TABLES = ("meta", "stimuli", "overruns", "progress", "finished", "results", "snapshot",
+          "requests", "rejected")
 
 
 class JournalError(RuntimeError):
@@ -64,78 +113,152 @@ class Recovered:
     overruns: list[int] = field(default_factory=list)
     engine_time: float = 0.0
     clock: float = 0.0
+    # Rows that could not even be read back as stimuli: (seq, error), to quarantine.
+    unreadable: list[tuple[int, str]] = field(default_factory=list)
+    snapshot: bytes | None = None  # live state at `snapshot_seq` (then only the tail)
+    snapshot_seq: int = 0
+    results_stored: int = 0  # result rows in the results store
 
     @property
     def empty(self) -> bool:
         return not self.meta
 
 
+@dataclass
+class Progress:
+    """One iteration's durable mark: what it applied, where it got to, what finished."""
+
+    applied: list[tuple[int, float]]
+    overruns: list[int]
+    engine_time: float
+    clock: float
+    finished: list[tuple[int, str, str, int, str, str]] = field(default_factory=list)
+    results: list[tuple[int, int, bytes]] = field(default_factory=list)  # n, job id, row
+
+
+@dataclass
+class Snapshot:
+    """Live state after stimulus `last_seq`: recovery loads it and replays the tail."""
+
+    last_seq: int
+    engine_time: float
+    clock: float
+    state: bytes
+
+
 class Journal:
-    def __init__(self, path: str, *, progress_every: float = 0.2,
-                 on_commit_seconds: Callable[[float], None] | None = None):
+    def __init__(self, path: str, *, on_commit_seconds: Callable[[float], None] | None = None,
+                 check: bool = True):
         self.path = path
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedd-journal")
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[list[Stimulus], asyncio.Future[None]]] = []
         self._flushing = False
-        self._progress: dict[str, Any] = {"applied": [], "overruns": [], "engine_time": None,
-                                          "clock": 0.0}
-        self._progress_lock = threading.Lock()
-        self._timer: threading.Timer | None = None
-        self._last_progress = 0.0
-        self._progress_every = progress_every
         self._on_commit_seconds = on_commit_seconds
+        self._next_seq = 1
+        self._acked_fd: int | None = None
         self.on_committed: Callable[[list[Stimulus]], None] | None = None
-        self._executor.submit(self._open).result()
+        self._executor.submit(self._open, check).result()
+
+    @property
+    def on_disk(self) -> bool:
+        return self.path != ":memory:"
 
     # ------------------------------------------------------------------ writer thread
-    def _open(self) -> None:
+    def _open(self, check: bool) -> None:
+        existed = self.on_disk and os.path.exists(self.path) and os.path.getsize(self.path) > 0
+        if existed and check:
+            report = check_journal(self.path, quick=True)
+            if report.problems:
+                raise JournalError(f"the journal {self.path} is damaged: "
+                                   f"{report.problems[0]}; nothing was changed (see "
+                                   f"`schedd journal check {self.path}`)")
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            if self.path != ":memory:":
+            if self.on_disk:
                 mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if mode.lower() != "wal":
                     raise JournalError(f"{self.path}: SQLite refused WAL mode ({mode})")
             db.execute("PRAGMA synchronous=FULL")
             db.executescript(SCHEMA)
+            columns = {r[1] for r in db.execute("PRAGMA table_info(stimuli)")}
+            if "crc" not in columns:  # a journal of an earlier version
+                db.execute("ALTER TABLE stimuli ADD COLUMN crc INTEGER")
+            last = db.execute("SELECT MAX(m) FROM (SELECT MAX(seq) AS m FROM stimuli "
+                              "UNION ALL SELECT MAX(seq) FROM rejected)").fetchone()[0]
         except sqlite3.DatabaseError as err:
             raise JournalError(f"cannot open the journal {self.path}: {err}") from None
         self._db = db
+        self._next_seq = int(last or 0) + 1
+        if self.on_disk:
+            try:
+                self._acked_fd = os.open(acked_path(self.path), os.O_WRONLY | os.O_CREAT, 0o644)
+            except OSError as err:
+                raise JournalError(f"cannot open {acked_path(self.path)}: "
+                                   f"{err.strerror}") from None
+            if not existed:  # a new journal: a stale mark of a deleted one means nothing
+                self._write_acked(0)
+
+    def _write_acked(self, seq: int) -> None:
+        if self._acked_fd is not None:
+            os.pwrite(self._acked_fd, f"{seq:<20d}\n".encode(), 0)
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        """BEGIN IMMEDIATE; work; COMMIT. A failure rolls back (when SQLite has not done
+        so already, as it does on a full disk) and raises JournalError."""
+        db = self._db
+        if db is None:
+            raise JournalError(f"the journal {self.path} is closed")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            work(db)
+            db.execute("COMMIT")
+        except sqlite3.Error as err:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            raise JournalError(f"the journal {self.path} could not be written ({err}); "
+                               "nothing was recorded") from None
 
     def _write(self, stimuli: list[Stimulus]) -> None:
-        db = self._db
-        assert db is not None
         start = time.perf_counter()
         now = time.time()
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        first = self._next_seq
+
+        def work(db: sqlite3.Connection) -> None:
+            seq = first
             for st in stimuli:
-                cur = db.execute(
-                    "INSERT INTO stimuli (kind, request_id, owner, body, response, "
-                    "accepted_wall) VALUES (?, ?, ?, ?, ?, ?)",
-                    (st.kind, st.request_id or None, st.owner, json.dumps(st.body),
-                     json.dumps(st.response), now))
-                st.seq = int(cur.lastrowid or 0)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+                body, response = json.dumps(st.body), json.dumps(st.response)
+                db.execute(
+                    "INSERT INTO stimuli (seq, kind, request_id, owner, body, response, "
+                    "accepted_wall, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (seq, st.kind, st.request_id or None, st.owner, body, response, now,
+                     row_crc(seq, st.kind, st.owner, body, response)))
+                seq += 1
+
+        self._transaction(work)
+        for i, st in enumerate(stimuli):
+            st.seq = first + i
+        self._next_seq = first + len(stimuli)
+        self._write_acked(self._next_seq - 1)
         if self._on_commit_seconds is not None:
             self._on_commit_seconds(time.perf_counter() - start)
 
-    def _write_progress(self, progress: dict[str, Any]) -> None:
-        db = self._db
-        assert db is not None
-        db.execute("BEGIN IMMEDIATE")
-        db.executemany("UPDATE stimuli SET applied_at = ? WHERE seq = ?",
-                       [(t, seq) for seq, t in progress["applied"]])
-        db.executemany("INSERT OR IGNORE INTO overruns (pass) VALUES (?)",
-                       [(p,) for p in progress["overruns"]])
-        if progress["engine_time"] is not None:
+    def _write_progress(self, progress: Progress) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            db.executemany("UPDATE stimuli SET applied_at = ? WHERE seq = ?",
+                           [(t, seq) for seq, t in progress.applied])
+            db.executemany("INSERT OR IGNORE INTO overruns (pass) VALUES (?)",
+                           [(p,) for p in progress.overruns])
+            db.executemany("INSERT OR REPLACE INTO finished (job_id, state, job_class, user, "
+                           "owner, record) VALUES (?, ?, ?, ?, ?, ?)", progress.finished)
+            db.executemany("INSERT OR REPLACE INTO results (n, job_id, row) VALUES (?, ?, ?)",
+                           progress.results)
             db.execute("INSERT INTO progress (id, engine_time, clock) VALUES (1, ?, ?) "
                        "ON CONFLICT (id) DO UPDATE SET engine_time = excluded.engine_time, "
-                       "clock = excluded.clock", (progress["engine_time"], progress["clock"]))
-        db.execute("COMMIT")
+                       "clock = excluded.clock", (progress.engine_time, progress.clock))
+
+        self._transaction(work)
 
     # ------------------------------------------------------------------ public API
     def load(self) -> Recovered:
@@ -144,29 +267,125 @@ class Journal:
     def _load(self) -> Recovered:
         db = self._db
         assert db is not None
+        try:
+            return self._read(db)
+        except sqlite3.DatabaseError as err:
+            raise JournalError(f"cannot read the journal {self.path}: {err}") from None
+
+    def _read(self, db: sqlite3.Connection) -> Recovered:
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         rec = Recovered(meta)
         for kind, request_id, owner, body, response, seq, applied in db.execute(
                 "SELECT kind, request_id, owner, body, response, seq, applied_at "
                 "FROM stimuli ORDER BY seq"):
-            st = Stimulus(kind, json.loads(body), owner, request_id or "", seq,
-                          json.loads(response))
+            try:
+                st = Stimulus(kind, json.loads(body), owner, request_id or "", seq,
+                              json.loads(response))
+                if not isinstance(st.body, dict) or not isinstance(st.response, dict):
+                    raise ValueError("the body and the answer must be JSON objects")
+                _ = st.job_id  # every stimulus names its job
+            except (ValueError, TypeError, KeyError) as err:
+                rec.unreadable.append((seq, f"unreadable stimulus: {type(err).__name__}: "
+                                            f"{err}"))
+                continue
             rec.stimuli.append((st, applied))
         rec.overruns = [p for (p,) in db.execute("SELECT pass FROM overruns ORDER BY pass")]
         row = db.execute("SELECT engine_time, clock FROM progress WHERE id = 1").fetchone()
         if row is not None:
             rec.engine_time, rec.clock = row
+        snap = db.execute("SELECT last_seq, state, crc FROM snapshot WHERE id = 1").fetchone()
+        if snap is not None:
+            if zlib.crc32(snap[1]) != snap[2]:
+                raise JournalError(f"the journal {self.path} is damaged: its snapshot does "
+                                   "not match its checksum")
+            rec.snapshot_seq, rec.snapshot = int(snap[0]), bytes(snap[1])
+        rec.results_stored = int(db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
         return rec
 
     def write_meta(self, meta: dict[str, str]) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                           sorted(meta.items()))
+
         def write() -> None:
-            assert self._db is not None
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                                 sorted(meta.items()))
-            self._db.execute("COMMIT")
+            self._transaction(work)
 
         self._executor.submit(write).result()
+
+    def quarantine(self, seq: int, error: str) -> None:
+        """Move stimulus `seq` to the `rejected` table with the error (at recovery)."""
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("INSERT OR REPLACE INTO rejected (seq, kind, request_id, owner, body, "
+                       "response, error, rejected_wall) SELECT seq, kind, request_id, owner, "
+                       "body, response, ?, ? FROM stimuli WHERE seq = ?",
+                       (error, time.time(), seq))
+            db.execute("DELETE FROM stimuli WHERE seq = ?", (seq,))
+
+        self._executor.submit(self._transaction, work).result()
+
+    def snapshot(self, snap: Snapshot) -> None:
+        """Store live state and compact: the stimuli it covers leave the journal (their
+        request ids and answers stay in `requests`, for retries)."""
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("INSERT INTO snapshot (id, last_seq, engine_time, clock, state, crc) "
+                       "VALUES (1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                       "last_seq = excluded.last_seq, engine_time = excluded.engine_time, "
+                       "clock = excluded.clock, state = excluded.state, crc = excluded.crc",
+                       (snap.last_seq, snap.engine_time, snap.clock, snap.state,
+                        zlib.crc32(snap.state)))
+            db.execute("INSERT OR REPLACE INTO requests (request_id, seq, response) "
+                       "SELECT request_id, seq, response FROM stimuli WHERE seq <= ? AND "
+                       "request_id IS NOT NULL", (snap.last_seq,))
+            # Keep the last covered stimulus so the sequence continues after it.
+            db.execute("DELETE FROM stimuli WHERE seq < ?", (snap.last_seq,))
+
+        start = time.perf_counter()
+        self._executor.submit(self._transaction, work).result()
+        self.last_snapshot_seconds = time.perf_counter() - start
+
+    last_snapshot_seconds = 0.0
+
+    async def snapshot_async(self, snap: Snapshot) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.snapshot, snap)
+
+    def request(self, request_id: str) -> tuple[int, dict[str, Any]] | None:
+        """A journalled request's sequence number and answer (idempotent retries)."""
+        db = self._reader()
+        row = db.execute("SELECT seq, response FROM stimuli WHERE request_id = ?",
+                         (request_id,)).fetchone()
+        if row is None:
+            row = db.execute("SELECT seq, response FROM requests WHERE request_id = ?",
+                             (request_id,)).fetchone()
+        return None if row is None else (int(row[0]), json.loads(row[1]))
+
+    def result_rows(self, below: int, chunk: int) -> Any:
+        """Stored result rows with n < below, in order, `chunk` at a time (a fresh
+        read-only connection: the caller may be any thread)."""
+        if not self.on_disk:
+            rows = self._reader().execute("SELECT row FROM results WHERE n < ? ORDER BY n",
+                                          (below,)).fetchall()
+            for lo in range(0, len(rows), chunk):
+                yield [r[0] for r in rows[lo:lo + chunk]]
+            return
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            cur = db.execute("SELECT row FROM results WHERE n < ? ORDER BY n", (below,))
+            while True:
+                rows = cur.fetchmany(chunk)
+                if not rows:
+                    return
+                yield [r[0] for r in rows]
+        finally:
+            db.close()
+
+    def rejected(self) -> list[tuple[int, str, str]]:
+        """Quarantined stimuli: (seq, kind, error)."""
+        def read() -> list[tuple[int, str, str]]:
+            assert self._db is not None
+            return [(int(s), k, e) for s, k, e in self._db.execute(
+                "SELECT seq, kind, error FROM rejected ORDER BY seq")]
+
+        return self._executor.submit(read).result()
 
     async def append(self, stimuli: list[Stimulus]) -> None:
         """Commit the stimuli (their `seq` is set); returns once they are durable."""
@@ -199,7 +418,8 @@ class Journal:
                     if err is None:
                         done.set_result(None)
                     else:
-                        done.set_exception(JournalError(f"journal write failed: {err}"))
+                        done.set_exception(err if isinstance(err, JournalError) else
+                                           JournalError(f"journal write failed: {err}"))
         finally:
             self._flushing = False
 
@@ -210,53 +430,93 @@ class Journal:
             return err
         return None
 
+    async def mark(self, progress: Progress) -> None:
+        """Make an iteration's progress durable (after any stimuli queued before it)."""
+        await asyncio.get_running_loop().run_in_executor(self._executor,
+                                                         self._write_progress, progress)
+
+    def mark_now(self, progress: Progress) -> None:
+        self._executor.submit(self._write_progress, progress).result()
+
     def note_progress(self, applied: list[tuple[int, float]], overruns: list[int],
-                      engine_time: float, clock: float, force: bool = False) -> None:
-        """Record where the engine got to; written in the background, at most every
-        `progress_every` seconds (a timer writes what a quiet spell left unwritten)."""
-        with self._progress_lock:
-            p = self._progress
-            p["applied"].extend(applied)
-            p["overruns"].extend(overruns)
-            p["engine_time"], p["clock"] = engine_time, clock
-            if not force and time.monotonic() - self._last_progress < self._progress_every:
-                if self._timer is None:
-                    self._timer = threading.Timer(self._progress_every, self._write_later)
-                    self._timer.daemon = True
-                    self._timer.start()
-                return
-        self._flush_progress(wait=force)
+                      engine_time: float, clock: float, force: bool = True) -> None:
+        """Record where the engine got to, durably, now (kept for callers and tests)."""
+        self.mark_now(Progress(applied, overruns, engine_time, clock))
 
-    def _write_later(self) -> None:
-        with self._progress_lock:
-            self._timer = None
-        self._flush_progress(wait=False)
+    # ------------------------------------------------------------------ results store
+    def finished_record(self, job_id: int) -> str | None:
+        """The stored record (JSON) of a finished job, read on the caller's thread."""
+        row = self._reader().execute("SELECT record FROM finished WHERE job_id = ?",
+                                     (job_id,)).fetchone()
+        return None if row is None else str(row[0])
 
-    def _flush_progress(self, wait: bool) -> None:
-        with self._progress_lock:
-            p = self._progress
-            if p["engine_time"] is None and not p["applied"] and not p["overruns"]:
-                return
-            self._last_progress = time.monotonic()
-            self._progress = {"applied": [], "overruns": [], "engine_time": None, "clock": 0.0}
-        try:
-            future = self._executor.submit(self._write_progress, p)
-        except RuntimeError:  # closed: the final forced write already happened
-            return
-        if wait:
-            future.result()
+    def finished_page(self, where: str, params: list[Any], after: int,
+                      limit: int) -> tuple[list[str], int]:
+        """Records of finished jobs matching `where` (SQL over state, job_class, user,
+        owner) with job_id > after, the first `limit`, and how many match in all."""
+        db = self._reader()
+        rows = db.execute(f"SELECT record FROM finished WHERE job_id > ? AND ({where}) "
+                          "ORDER BY job_id LIMIT ?", [after, *params, limit]).fetchall()
+        total = db.execute(f"SELECT COUNT(*) FROM finished WHERE {where}", params).fetchone()
+        return [str(r[0]) for r in rows], int(total[0])
+
+    def finished_count(self) -> dict[tuple[str, str], int]:
+        return {(s, c): int(n) for s, c, n in self._reader().execute(
+            "SELECT state, job_class, COUNT(*) FROM finished GROUP BY state, job_class")}
+
+    _read_db: sqlite3.Connection | None = None
+
+    def _reader(self) -> sqlite3.Connection:
+        """A second connection for reads on the event loop (WAL: readers never block the
+        writer); for `:memory:` the writer's own connection, through its thread."""
+        if self._read_db is None:
+            if self.on_disk:
+                self._read_db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
+                                                check_same_thread=False)
+            else:
+                self._read_db = _ThreadedReader(self)  # type: ignore[assignment]
+        assert self._read_db is not None
+        return self._read_db
 
     def close(self) -> None:
-        with self._progress_lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-        self._flush_progress(wait=True)
-
         def close_db() -> None:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            if self._acked_fd is not None:
+                os.close(self._acked_fd)
+                self._acked_fd = None
 
+        if self._read_db is not None and self.on_disk:
+            self._read_db.close()
+            self._read_db = None
         self._executor.submit(close_db).result()
         self._executor.shutdown(wait=True)
+
+
+class _ThreadedReader:
+    """The `execute` of an in-memory journal's only connection, run in its thread."""
+
+    def __init__(self, journal: Journal):
+        self._journal = journal
+
+    def execute(self, sql: str, params: Any = ()) -> _Rows:
+        def run() -> list[Any]:
+            assert self._journal._db is not None
+            return self._journal._db.execute(sql, params).fetchall()
+
+        return _Rows(self._journal._executor.submit(run).result())
+
+
+class _Rows:
+    def __init__(self, rows: list[Any]):
+        self._rows = rows
+
+    def fetchone(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self._rows
+
+    def __iter__(self) -> Any:
+        return iter(self._rows)

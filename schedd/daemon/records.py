@@ -6,6 +6,7 @@ queries from these records, which the engine thread builds after each iteration.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -65,6 +66,19 @@ class JobRecord:
             return self.first_start - self.submit
         end = self.end_time if self.end_time >= 0 else now
         return max(0.0, end - self.submit)
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(JobRecord))
+
+
+def encode_record(rec: JobRecord) -> str:
+    """A record as the results store keeps it (JSON list in field order)."""
+    return json.dumps([getattr(rec, name) for name in _RECORD_FIELDS],
+                      separators=(",", ":"))
+
+
+def decode_record(text: str) -> JobRecord:
+    return JobRecord(*json.loads(text))
 
 
 def record_of_spec(spec: JobSpec, owner: str) -> JobRecord:

@@ -73,6 +73,19 @@ class Settings:
     speedup: float
 
 
+def _snapshot_every() -> int:
+    """SCHEDD_SNAPSHOT_EVERY: stimuli applied between snapshots (docs/daemon.md)."""
+    from .snapshot import SNAPSHOT_EVERY
+
+    text = os.environ.get("SCHEDD_SNAPSHOT_EVERY", "")
+    if not text:
+        return SNAPSHOT_EVERY
+    if not text.isdigit() or not 1 <= int(text) <= 10**9:
+        raise StartupError(f"SCHEDD_SNAPSHOT_EVERY must be a whole number from 1 to 10^9, "
+                           f"not {text!r}")
+    return int(text)
+
+
 def topic_name(cluster: Cluster, name: str | None) -> str:
     text = name or cluster.name
     return re.sub(r"[^a-zA-Z0-9_-]+", "-", text).strip("-") or "cluster"
@@ -152,8 +165,16 @@ class Daemon:
 
     # ------------------------------------------------------------------ lifecycle
     def _recover(self) -> None:
+        from .stored import KnownIds, RequestMemo
+
         rec = self.journal.load()
         meta = {"settings": json.dumps(asdict(self.settings), sort_keys=True)}
+        # Finished jobs and older request ids are read back from the journal, not kept.
+        self.service.requests = RequestMemo(self.journal)
+        self.service.known_ids = KnownIds(set(self.service.known_ids), self.journal)
+        self.host.snapshot_extra = lambda: {"next_id": self.service.next_id}
+        self.host.snapshot_every = _snapshot_every()
+        self.host.on_stored = lambda job_id: self.service.known_ids.discard(job_id)
         if rec.empty:
             self.journal.write_meta(meta)
             return
@@ -179,6 +200,9 @@ class Daemon:
             log.warning("quarantined journal entry (not replayed)", stimulus_id=seq,
                         kind=kind, error=error)
         self.service.restore_ids([st for st, _ in rec.stimuli])
+        self.service.known_ids = KnownIds(set(self.service.known_ids), self.journal)
+        self.service.next_id = max(self.service.next_id,
+                                   int(self.host.restored_extra.get("next_id", 1)))
         self.service.remember_requests([st for st, _ in rec.stimuli])
         log.info("recovered from the journal", stimuli=replayed,
                  jobs=len(self.host.records), engine_time=self.host.engine_time,

@@ -626,12 +626,14 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     async def GetResults(self, request: pb.GetResultsRequest,
                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.ResultChunk]:
-        arrays = await self.host.results()
-        n = len(arrays["id"])
-        for lo in range(0, max(n, 1), RESULT_CHUNK):
-            yield pb.ResultChunk(columns=[
-                pb.ResultColumn(name=name, values=col[lo:lo + RESULT_CHUNK].tolist())
-                for name, col in arrays.items()])
+        sent = 0
+        async for arrays in self.host.results():  # the results store's, then the engine's
+            n = len(arrays["id"])
+            for lo in range(0, n if n or sent else 1, RESULT_CHUNK):
+                yield pb.ResultChunk(columns=[
+                    pb.ResultColumn(name=name, values=col[lo:lo + RESULT_CHUNK].tolist())
+                    for name, col in arrays.items()])
+                sent += 1
 
     # ------------------------------------------------------------------ clock
     def _clock_pb(self) -> pb.Clock:

@@ -1,0 +1,85 @@
+"""Snapshots of the daemon's live state: the engine, the policies, the live job records.
+
+The engine host stores them between iterations (in the engine thread, so the state is
+consistent). What is stored is the *state* of each of the daemon's long-lived objects
+(the engine, the primary and fallback policies); references between them, and to the
+budget hooks the daemon binds into the policies, are stored by name. Recovery puts each
+state back into the object of the same name that the restarting daemon built, so every
+reference to the engine stays valid, then replays only the stimuli after the snapshot.
+Finished jobs are not in a snapshot: they are in the results store.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import types
+from typing import Any
+
+SNAPSHOT_EVERY = 20_000  # stimuli applied between snapshots (then the journal is compacted)
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, f: io.BytesIO, objects: dict[str, Any], owner: object):
+        super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
+        self._names = {id(obj): name for name, obj in objects.items()}
+        self._objects = objects
+        self._owner = owner
+
+    def persistent_id(self, obj: Any) -> Any:
+        name = self._names.get(id(obj))
+        if name is not None and self._objects[name] is obj:
+            return ("object", name)
+        if isinstance(obj, types.MethodType) and obj.__self__ is self._owner:
+            return ("owner-method", obj.__func__.__name__)
+        return None
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, f: io.BytesIO, objects: dict[str, Any], owner: object):
+        super().__init__(f)
+        self._objects = objects
+        self._owner = owner
+
+    def persistent_load(self, pid: Any) -> Any:
+        kind, name = pid
+        if kind == "object" and name in self._objects:
+            return self._objects[name]
+        if kind == "owner-method" and self._owner is not None:
+            return getattr(self._owner, name)
+        raise pickle.UnpicklingError(f"unknown reference {pid!r} in a snapshot")
+
+
+def dumps(objects: dict[str, Any], extra: dict[str, Any], owner: Any = None) -> bytes:
+    """The state of each named object, and `extra` (plain data). `owner` (the budget
+    wrapper) is stored as a reference only, as are its methods."""
+    payload = {"states": {name: (type(obj).__qualname__, obj.__getstate__())
+                          for name, obj in objects.items()}, "extra": extra}
+    f = io.BytesIO()
+    _Pickler(f, {**objects, "owner": owner}, owner).dump(payload)
+    return f.getvalue()
+
+
+def restore(data: bytes, objects: dict[str, Any], owner: Any = None) -> dict[str, Any]:
+    """Put the stored states into `objects` (same names, same classes); returns extra."""
+    payload = _Unpickler(io.BytesIO(data), {**objects, "owner": owner}, owner).load()
+    states = payload["states"]
+    if set(states) != set(objects):
+        raise ValueError(f"the snapshot holds {sorted(states)}, not {sorted(objects)}")
+    for name, (cls, state) in states.items():
+        target = objects[name]
+        if type(target).__qualname__ != cls:
+            raise ValueError(f"the snapshot's {name} is a {cls}, this daemon's a "
+                             f"{type(target).__qualname__}: start with the same options")
+        setstate = getattr(target, "__setstate__", None)
+        if setstate is not None:  # native (mypyc) classes
+            setstate(state)
+        elif isinstance(state, dict):
+            target.__dict__.clear()
+            target.__dict__.update(state)
+        elif state is not None:
+            raise ValueError(f"cannot restore the {name} from a snapshot")
+    extra = payload["extra"]
+    if not isinstance(extra, dict):
+        raise ValueError("a snapshot's extra state is a dict")
+    return extra

@@ -1,0 +1,83 @@
+"""What the daemon reads back from the journal instead of keeping it in memory: result
+rows of finished jobs, ids in use, request ids answered (docs/daemon.md, Guarantees)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..core.results import COLUMNS
+
+if TYPE_CHECKING:
+    from .journal import Journal
+
+ROW = np.dtype([(name, "<i8" if code == "q" else "<f8") for name, code in COLUMNS.items()])
+REQUESTS_IN_MEMORY = 20_000
+
+
+def pack_rows(arrays: dict[str, np.ndarray], lo: int, hi: int) -> list[bytes]:
+    """Rows lo..hi of the result columns, one fixed-size record each."""
+    rows = np.empty(hi - lo, dtype=ROW)
+    for name in COLUMNS:
+        rows[name] = arrays[name][lo:hi]
+    data = rows.tobytes()
+    size = ROW.itemsize
+    return [data[i * size:(i + 1) * size] for i in range(hi - lo)]
+
+
+def unpack_rows(blobs: list[bytes]) -> dict[str, np.ndarray]:
+    rows = np.frombuffer(b"".join(blobs), dtype=ROW)
+    return {name: rows[name].astype(np.int64 if COLUMNS[name] == "q" else np.float64)
+            for name in COLUMNS}
+
+
+def stored_chunks(journal: Journal, below: int, chunk: int) -> Iterator[dict[str, np.ndarray]]:
+    for blobs in journal.result_rows(below, chunk):
+        yield unpack_rows(blobs)
+
+
+class KnownIds(set[int]):
+    """Job ids in use: live ones in the set, finished ones found in the results store."""
+
+    def __init__(self, ids: set[int], journal: Journal):
+        super().__init__(ids)
+        self._journal = journal
+
+    def __contains__(self, job_id: object) -> bool:
+        if super().__contains__(job_id):
+            return True
+        return isinstance(job_id, int) and self._journal.finished_record(job_id) is not None
+
+
+class RequestMemo(dict[str, tuple[str, int, dict[str, Any]]]):
+    """request id -> (fingerprint, stimulus seq, answer): the latest in memory, every
+    older one read back from the journal (so that a retry is answered, never re-applied)."""
+
+    def __init__(self, journal: Journal, capacity: int = REQUESTS_IN_MEMORY):
+        super().__init__()
+        self._journal = journal
+        self._capacity = capacity
+
+    def __setitem__(self, key: str, value: tuple[str, int, dict[str, Any]]) -> None:
+        super().__setitem__(key, value)
+        while len(self) > self._capacity:  # the oldest is in the journal already
+            super().__delitem__(next(iter(self)))
+
+    def _stored(self, key: str) -> tuple[str, int, dict[str, Any]] | None:
+        found = self._journal.request(key)
+        if found is None:
+            return None
+        seq, response = found
+        return (response.get("_fp", ""), seq, response)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        value = super().get(key)
+        if value is None:
+            value = self._stored(key)
+        return default if value is None else value
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(key) or (isinstance(key, str)
+                                             and self._stored(key) is not None)
