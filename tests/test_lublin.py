@@ -237,6 +237,25 @@ def test_eccs_fractions_and_references(big):
     assert times == sorted(times)
 
 
+def test_floor_large_rule_changes_only_the_large_sizes():
+    """size_rule="floor-large" (docs/workloads.md, choice 4): large jobs are floor(U[4, 10])
+    units, so 4..9 equally often and never the whole machine; small jobs are untouched."""
+    n = 20_000
+    rounded = generate(LublinParams(jobs=n, p_small=0.2), seed=8).trace.columns["req_procs"]
+    floored = generate(LublinParams(jobs=n, p_small=0.2, size_rule="floor-large"),
+                       seed=8).trace.columns["req_procs"]
+    small = rounded <= 96
+    assert np.array_equal(floored[small], rounded[small])
+    large = floored[~small] // 32
+    assert set(large.tolist()) == set(range(4, 10))
+    assert large.mean() == pytest.approx(6.5, abs=0.05)
+    assert (rounded[~small] // 32).mean() == pytest.approx(7.0, abs=0.05)
+    assert ((rounded[~small] - floored[~small]) // 32).tolist().count(1) > 0  # same draws
+    assert set(((rounded[~small] - floored[~small]) // 32).tolist()) == {0, 1}
+    with pytest.raises(ValueError, match="size rule must be one of round, floor-large"):
+        generate(LublinParams(size_rule="ceil"))
+
+
 def test_requested_times_exact_by_default_and_overestimated_on_request():
     exact = generate(LublinParams(jobs=2000), seed=6).trace.columns
     assert np.array_equal(exact["req_time"], exact["runtime"])

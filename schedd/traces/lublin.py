@@ -45,6 +45,7 @@ BETA_SEARCH = (0.01, 2.0)
 LOAD_RTOL = 1e-4
 SEARCH_STEPS = 60
 
+SIZE_RULES = ("round", "floor-large")
 _STREAMS = ("sizes", "runtimes", "arrivals", "estimates", "dedicated", "eccs")
 
 
@@ -65,6 +66,10 @@ class LublinParams:
     lead: float = 3600.0  # mean seconds from a dedicated job's submission to its start
     ecc_mean: float = 0.25  # mean ECC amount as a fraction of the job's requested time
     overestimate: float = 1.0  # requested time = runtime x U(1, overestimate)
+    # "round": round(U[1, 3]) and round(U[4, M/K]) units, the text's reading; "floor-large":
+    # large jobs floor(U[4, M/K]) (never the full machine), which fits the paper's reported
+    # mean sizes better (docs/workloads.md, choice 4)
+    size_rule: str = "round"
 
     def check(self) -> None:
         """Raise ValueError (one sentence) for parameters the model cannot use."""
@@ -86,6 +91,9 @@ class LublinParams:
             raise ValueError(
                 f"P_E + P_R must be at most 1 (a job gets at most one command), got "
                 f"{self.p_extend + self.p_reduce:g}")
+        if self.size_rule not in SIZE_RULES:
+            raise ValueError(f"the size rule must be one of {', '.join(SIZE_RULES)}, got "
+                             f"{self.size_rule!r}")
         if self.beta_arr is None and (self.load is None or not self.load > 0):
             raise ValueError(f"the target load must be positive, got {self.load}")
         if self.beta_arr is not None and not self.beta_arr > 0:
@@ -112,7 +120,8 @@ def generate(params: LublinParams, seed: int = 0) -> LublinWorkload:
                                for s in np.random.SeedSequence(seed).spawn(len(_STREAMS))),
                     strict=True))
     n = params.jobs
-    sizes = job_sizes(rngs["sizes"], n, params.p_small, params.procs // params.unit) * params.unit
+    sizes = job_sizes(rngs["sizes"], n, params.p_small, params.procs // params.unit,
+                      params.size_rule) * params.unit
     runtimes = job_runtimes(rngs["runtimes"], sizes)
     arrivals = Arrivals(rngs["arrivals"], n)
     if params.beta_arr is not None:
@@ -135,14 +144,17 @@ def generate(params: LublinParams, seed: int = 0) -> LublinWorkload:
 # ----------------------------------------------------------------------------- jobs
 
 
-def job_sizes(rng: np.random.Generator, n: int, p_small: float, units: int) -> np.ndarray:
-    """Sizes in units: small round(U[1, 3]) with probability P_S, else round(U[4, units])."""
+def job_sizes(rng: np.random.Generator, n: int, p_small: float, units: int,
+              rule: str = "round") -> np.ndarray:
+    """Sizes in units: small round(U[1, 3]) with probability P_S, else round(U[4, units])
+    (rule "floor-large": floor(U[4, units]) for the large ones)."""
     small = rng.random(n) < p_small
     u = rng.random(n)
     low = np.where(small, 1.0, 4.0)
     high = np.where(small, 3.0, float(units))
     # round half up like m_lublin99's (int)(x + 0.5); the end points get half weight
-    return np.floor(low + u * (high - low) + 0.5).astype(np.int64)
+    half = np.where(small | (rule == "round"), 0.5, 0.0)
+    return np.floor(low + u * (high - low) + half).astype(np.int64)
 
 
 def job_runtimes(rng: np.random.Generator, sizes: np.ndarray) -> np.ndarray:
@@ -337,7 +349,8 @@ def _header(params: LublinParams, seed: int, beta: float, load: float,
         f"; Note: seed {seed}, unit {params.unit}, P_S {params.p_small:g}, "
         f"P_D {params.p_dedicated:g}, P_E {params.p_extend:g}, P_R {params.p_reduce:g}, "
         f"lead {params.lead:g} s, ECC mean {params.ecc_mean:g}, "
-        f"overestimate {params.overestimate:g}",
+        f"overestimate {params.overestimate:g}"
+        + ("" if params.size_rule == "round" else f", sizes {params.size_rule}"),
         f"; Note: load {load:.4f} ({aimed}), beta_arr {beta:.6f}",
     ]
     return TraceHeader(max_procs=params.procs, lines=lines)
