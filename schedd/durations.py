@@ -64,6 +64,15 @@ def in_unit(text: str, unit: float = 1.0, what: str = "a duration") -> float:
         return parse_duration(text, what) / unit
 
 
+def is_duration_text(value: object) -> bool:
+    """A string in clock or unit form ("1:30:00", "1h30m"); a number written as a string
+    ("5400") is not one (where numbers are expected, they come as numbers)."""
+    if not isinstance(value, str):
+        return False
+    t = value.strip().lower()
+    return bool(_CLOCK_FORM.fullmatch(t) or _UNIT_FORM.fullmatch(t))
+
+
 def duration_type(low: float = 0.0, strict: bool = False, what: str = "a duration",
                   unit: float = 1.0):
     """An argparse type: a duration >= low (> low when strict) in `unit` seconds, else

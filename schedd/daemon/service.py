@@ -24,6 +24,7 @@ import structlog
 from .. import limits
 from ..core.engine import Engine
 from ..core.job import JobClass, JobSpec
+from ..durations import is_duration_text, parse_duration
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
@@ -458,13 +459,17 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     def notice_of_payload(self, payload: dict[str, Any], source: str) -> dict[str, Any]:
         """A notice from decoded JSON (MQTT): each field a JSON number within its limits
-        (not a string, a boolean or a fraction where a whole number belongs), then the
-        same checks as the RPC. KeyError if one is missing."""
+        (not a string, a boolean or a fraction where a whole number belongs; the walltime
+        may also be a duration string, "1:30:00" or "1h30m"), then the same checks as the
+        RPC. KeyError if one is missing."""
         values = {}
         for name in ("job_id", "expected_arrival", "nodes", "walltime", "notice_time"):
             if name == "notice_time" and name not in payload:
                 continue
-            values[name] = _limit(name, payload[name])
+            value = payload[name]
+            if name == "walltime" and is_duration_text(value):
+                value = parse_duration(value, "a walltime")
+            values[name] = _limit(name, value)
         return self.notice_body(int(values["job_id"]), float(values["expected_arrival"]),
                                 int(values["nodes"]), float(values["walltime"]),
                                 float(values["notice_time"]) if "notice_time" in values
