@@ -99,3 +99,42 @@ def test_random_kill_9_during_lockstep_replay(tmp_path: Path) -> None:
     assert len(final_seen(seen)) > jobs // 2  # the watcher did follow the run
     replayed = (tmp_path / "replay" / "jobs.swf").read_bytes()
     assert replayed == (tmp_path / "sim" / "jobs.swf").read_bytes()
+
+
+def test_accelerated_kill_9_never_takes_back_a_reading(tmp_path: Path) -> None:
+    """At 20,000x the clock moves by itself: readings and events seen before each kill
+    are never ahead of the restarted daemon (the journalled lease covers them)."""
+    rng = random.Random(5)
+    port = free_port()
+    args = ("--listen", f"127.0.0.1:{port}", "--clock", "accelerated", "--speedup", "20000",
+            "--cluster", "nodes:256", "--state-db", str(tmp_path / "j.sqlite"),
+            "--tick", "0.05")
+    d = DaemonProc(*args)
+    watcher = Watcher(f"127.0.0.1:{port}")
+    watcher.start()
+    replay = subprocess.Popen(
+        [sys.executable, "-m", "schedd_clients.replay", "--out", str(tmp_path / "r"),
+         "--server", f"127.0.0.1:{port}", "--no-progress", "--limit", "200", "--no-compare",
+         "--retry-timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    kills = 0
+    try:
+        for _ in range(2):
+            time.sleep(rng.uniform(0.5, 1.2))
+            if replay.poll() is not None:
+                break
+            clock_seen = d.stub().GetClock(pb.GetClockRequest(), timeout=10).now
+            seen = watcher.seen()
+            d.kill()
+            kills += 1
+            d = DaemonProc(*args)
+            back, clock_back = regressions(d.stub(), seen, clock_seen)
+            assert not back and clock_back is None, (back, clock_back, clock_seen)
+        _, stderr = replay.communicate(timeout=240)
+        assert replay.returncode == 0, stderr
+    finally:
+        watcher.done.set()
+        replay.kill()
+        d.stop()
+    assert kills >= 1
+    seen = watcher.seen()
+    assert not announced_twice(seen) and not after_final(seen)

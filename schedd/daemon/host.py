@@ -65,7 +65,7 @@ CLASS_NAMES = {"B": "batch", "R": "realtime", "O": "ondemand", "M": "malleable",
                "D": "dedicated"}
 ITERATION_WALL_CAP = 0.2  # seconds of engine work before the loop gets a turn
 RESULTS_IN_MEMORY = 20_000  # engine result rows kept before they are only in the store
-CLOCK_LEASE_WALL = 2.0  # wall seconds of clock journalled ahead of the reading (see _mark)
+CLOCK_LEASE_TICKS = 2  # ticks of wall time journalled ahead of the clock reading (_mark)
 MARK_RETRY_WALL = 1.0  # wall seconds between attempts when the journal cannot be written
 FAILED = ("the scheduling engine failed and the daemon is stopping to restart; retry "
           "once it serves again")
@@ -307,7 +307,7 @@ class EngineHost:
         if not (self.clock.lockstep or self.clock.paused):
             # Journal a lease ahead of the reading, so that readings published until the
             # next mark stay behind what a restart resumes from.
-            clock += self.clock.speedup * CLOCK_LEASE_WALL
+            clock += self.clock.speedup * CLOCK_LEASE_TICKS * self.tick
         clock = max(clock, out.engine_time)
         progress = Progress(out.applied, out.overruns, out.engine_time, clock, out.finished,
                             out.results)
@@ -396,8 +396,8 @@ class EngineHost:
         self._stopping = True
         self._wake.set()
         with contextlib.suppress(JournalError):
-            self.journal.mark_now(Progress([], [], self.engine_time,
-                                           max(self.clock.now(), self.durable_clock)))
+            # Every reading given out is at most now: resume from now, not the lease.
+            self.journal.mark_now(Progress([], [], self.engine_time, self.clock.now()))
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
