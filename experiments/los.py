@@ -4,8 +4,17 @@ paper's §V: Figs. 5-7, 9 and 11, Tables IV-VII).
     .venv/bin/python experiments/los.py [PART ...] [--seeds N] [--jobs J] [--quick]
                                         [--cs02 C] [--cs05 C] [--workers W] [--out FILE]
 
-PART is any of `cs`, `batch`, `hetero`, `elastic`, `lead` (default: all, in that order):
+PART is any of `table4`, `sizes`, `cs`, `batch`, `hetero`, `elastic`, `lead` (default: all, in that
+order):
 
+* table4 (Table IV the paper's way): P_S = 0.2, batch workload, loads 0.5..1.0. Each seed
+  is one replicate of the paper's experiment: its own C_s sweep (1..20) at load 0.9, its
+  own series of single runs, its own maximum % improvement over the loads (the paper's
+  statistic) against easy, los and los read literally (`after_head=wait`); then the mean
+  over seeds of the paired ratio to easy at each load with a 95% t interval, for the
+  default C_s = 7 and the tuned one.
+* sizes: table4 on workloads whose large jobs are floor(U[4, 10]) units (LublinParams
+  size_rule="floor-large"), whose mean sizes fit the paper's reported n better.
 * cs (Figs. 5-6): load 0.9, batch workload (P_D = 0, no ECCs), P_S = 0.5 and 0.8:
   `delayed-los` for C_s = 1..20 against `easy` and `los`; the C_s that minimises the mean
   wait and the one that maximises utilisation.
@@ -23,8 +32,10 @@ PART is any of `cs`, `batch`, `hetero`, `elastic`, `lead` (default: all, in that
 The machine is the paper's 320-processor Blue Gene/P (`nodes:320`, one node per processor,
 LOS policies with unit=32, lookahead 50). Every point uses the workloads of seeds
 0..N-1 (`schedd.traces.lublin.generate`, 500 jobs, load reached by tuning beta_arr), the
-same workload for every policy at a point, so comparisons are paired. Engine options are
-the CLI defaults (no checkpoints in these traces, no failures, unlimited ECCs per job).
+same workload for every policy at a point, so comparisons are paired. Only the elastic
+part's workloads carry ECCs (P_E = 0.2, P_R = 0.1); the others have none, so policies with
+and without an ECC processor see the same jobs. Engine options are the CLI defaults (no
+checkpoints in these traces, no failures, unlimited ECCs per job).
 
 Metrics (means over seeds): utilisation = busy node-seconds / (320 x makespan); wait =
 first start - max(submit, requested start), so a dedicated job's wait is its start delay
@@ -35,9 +46,10 @@ loads and the number of loads where the new policy is better; wait tables count,
 load, the seeds where the new policy waits less (wins-ties-losses).
 
 C_s is chosen on the same seeds it is then evaluated on (as the paper does), which flatters
-Delayed-LOS / Hybrid-LOS slightly. The full default run (5 seeds, C_s = 1..20, 720
-simulations of 0.01-0.1 s each) takes 30-45 s on 2 processes, --seeds 30 about 2.5 min,
---quick (2 seeds, 6 C_s values, 3 loads) a few seconds; so no C_s subset is needed.
+Delayed-LOS / Hybrid-LOS slightly (section 0 reports the default C_s = 7 beside the tuned
+one). The full default run (10 seeds, C_s = 1..20, about 2,800 simulations of 0.01-0.1 s
+each) takes 7-8 min on 2 busy processes, --quick (2 seeds, 6 C_s values, 3 loads) a few
+seconds; so no C_s subset is needed.
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,11 +75,16 @@ from schedd.core.results import STATE_CODES  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 from schedd.sim import max_job_nodes, simulate  # noqa: E402
 from schedd.traces import normalize  # noqa: E402
-from schedd.traces.lublin import LublinParams, generate  # noqa: E402
+from schedd.traces.lublin import (  # noqa: E402
+    PAPER_P_EXTEND,
+    PAPER_P_REDUCE,
+    LublinParams,
+    generate,
+)
 
 CLUSTER = "nodes:320"
 UNIT = 32
-PARTS = ("cs", "batch", "hetero", "elastic", "lead")
+PARTS = ("table4", "sizes", "cs", "batch", "hetero", "elastic", "lead")
 LEADS = (3600.0, 6 * 3600.0, 24 * 3600.0)  # mean notice of a dedicated job (lublin --lead)
 LOADS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 CS_VALUES = tuple(range(1, 21))
@@ -85,12 +103,18 @@ class Point:
     elastic: bool
     load: float
     lead: float = 3600.0
+    sizes: str = "round"  # LublinParams.size_rule
 
     def params(self, jobs: int) -> LublinParams:
-        pe, pr = (0.2, 0.1) if self.elastic else (0.0, 0.0)
+        # ECCs only in the elastic experiments (Fig. 11): a batch workload has none
+        pe, pr = (PAPER_P_EXTEND, PAPER_P_REDUCE) if self.elastic else (0.0, 0.0)
         return LublinParams(jobs=jobs, procs=320, unit=UNIT, p_small=self.ps,
                             p_dedicated=self.pd, p_extend=pe, p_reduce=pr, load=self.load,
-                            lead=self.lead)
+                            lead=self.lead, size_rule=self.sizes)
+
+
+# (label, "POLICY [KEY=VALUE ...]", C_s or None)
+Runs = tuple[tuple[str, str, int | None], ...]
 
 
 def policy_opts(policy: str, cs: int | None) -> list[str]:
@@ -102,16 +126,17 @@ def policy_opts(policy: str, cs: int | None) -> list[str]:
     return opts
 
 
-def run_point(point: Point, seed: int, jobs: int, runs: tuple[tuple[str, str, int | None], ...]
+def run_point(point: Point, seed: int, jobs: int, runs: Runs
               ) -> tuple[Point, int, dict[str, dict]]:
     """Every run (label, policy, C_s) on the workload of (point, seed); metrics by label."""
     workload = generate(point.params(jobs), seed)
     cluster = parse_cluster(CLUSTER)
     trace = normalize(workload.trace, max_nodes=max_job_nodes(cluster))
     out: dict[str, dict] = {}
-    for label, policy, cs in runs:
+    for label, spec, cs in runs:
         cluster = parse_cluster(CLUSTER)
-        chosen = make_policy(policy, policy_opts(policy, cs), cluster)
+        policy, *extra = spec.split()  # "los after_head=wait": a policy and its options
+        chosen = make_policy(policy, policy_opts(policy, cs) + extra, cluster)
         r = simulate(trace, cluster, chosen, seed=0, engine_options=EngineOptions())
         res, s = r.results, r.summary
         ran = res["first_start"] >= 0
@@ -123,6 +148,7 @@ def run_point(point: Point, seed: int, jobs: int, runs: tuple[tuple[str, str, in
         ded = s["dedicated"]
         out[label] = {
             "util": float(s["utilization"]), "wait": mean_wait,
+            "util_window": float(s["utilization_window"]),
             "slowdown": (mean_wait + mean_run) / mean_run, "runtime": mean_run,
             "batch_wait": float(wait[batch].mean()) if batch.any() else float("nan"),
             "summary_wait": float(s["mean_wait_s"]),
@@ -145,15 +171,17 @@ class Runner:
         self.pool, self.seeds, self.jobs = pool, seeds, jobs
         self.simulations = 0
 
-    def run(self, points: list[Point], runs: tuple[tuple[str, str, int | None], ...]
+    def run(self, points: list[Point], runs: Runs | Callable[[int], Runs]
             ) -> dict[Point, list[dict[str, dict]]]:
-        futures = [self.pool.submit(run_point, p, s, self.jobs, runs)
+        """Every run on every (point, seed); `runs` may depend on the seed (a callable)."""
+        by_seed = [runs(s) if callable(runs) else runs for s in range(self.seeds)]
+        futures = [self.pool.submit(run_point, p, s, self.jobs, by_seed[s])
                    for p in points for s in range(self.seeds)]
         got = {}
         for f in futures:
             point, seed, out = f.result()
             got[(point, seed)] = out
-        self.simulations += len(futures) * len(runs)
+        self.simulations += len(points) * sum(len(r) for r in by_seed)
         return {p: [got[(p, s)] for s in range(self.seeds)] for p in points}
 
 
@@ -174,6 +202,32 @@ def improvement(metric: str, new: float, old: float) -> float:
     return (old - new) / old * 100.0
 
 
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (NumPy has no t
+# quantile and the project does not depend on SciPy).
+T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+       2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t95(df: int) -> float:
+    """The 0.975 quantile of Student's t with `df` degrees of freedom (beyond 30: the
+    Cornish-Fisher expansion, within 1e-3)."""
+    if df < 1:
+        return float("nan")
+    if df <= len(T95):
+        return T95[df - 1]
+    z = 1.959964
+    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+
+
+def mean_ci(values: list[float] | np.ndarray) -> tuple[float, float]:
+    """Mean and the half-width of its 95% confidence interval (t, n - 1 df)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size < 2:
+        return float(arr.mean()), float("nan")
+    return float(arr.mean()), t95(arr.size - 1) * float(arr.std(ddof=1)) / arr.size ** 0.5
+
+
 # ----------------------------------------------------------------------------- C_s sweep
 
 
@@ -181,7 +235,7 @@ def cs_sweep(runner: Runner, ps: float, cs_values: tuple[int, ...], lines: list[
              figure: str) -> tuple[int, int]:
     """delayed-los for each C_s at load 0.9; returns (wait-minimising, util-maximising)."""
     point = Point(ps, 0.0, False, SWEEP_LOAD)
-    runs = (("easy", "easy", None), ("los", "los", None))
+    runs: Runs = (("easy", "easy", None), ("los", "los", None))
     runs += tuple((f"cs={c}", "delayed-los", c) for c in cs_values)
     per_seed = runner.run([point], runs)[point]
     head = ("policy", "utilisation", "mean wait (s)", "slowdown", "wait vs los",
@@ -225,7 +279,7 @@ class Sweep:
     table: str = ""
 
 
-def load_sweep(runner: Runner, sw: Sweep, cs: int, loads: tuple[float, ...],
+def load_sweep(runner: Runner, sw: Sweep, cs: int | None, loads: tuple[float, ...],
                lines: list[str]) -> dict[Point, list[dict[str, dict]]]:
     labels = sw.baselines + (sw.new,) + sw.extra
     runs = tuple((lab, lab, cs if lab in (sw.new,) else None) for lab in labels)
@@ -331,6 +385,117 @@ def ecc_table(data, points, labels, lines: list[str]) -> None:
                      f"{tot['eccs_rejected']:,} |")
 
 
+# ----------------------------------------------------------------------------- Table IV
+
+
+TABLE_IV = {("los", "util"): 4.1, ("los", "wait"): 31.88, ("los", "slowdown"): 30.3,
+            ("easy", "util"): 1.52, ("easy", "wait"): 21.65, ("easy", "slowdown"): 20.41}
+T4_METRICS = (("wait", "wait"), ("util", "util"), ("util_window", "util (window)"),
+              ("slowdown", "slowdown"))
+DEFAULT_CS = 7  # the policy's default (docs/los.md)
+
+
+def _values(xs: tuple[int, ...]) -> str:
+    """`1..20` for a contiguous range, else the list."""
+    if list(xs) == list(range(xs[0], xs[-1] + 1)):
+        return f"{xs[0]}..{xs[-1]}"
+    return ", ".join(map(str, xs))
+
+
+def paper_statistic(runner: Runner, cs_values: tuple[int, ...], loads: tuple[float, ...],
+                    lines: list[str], ps: float = 0.2, sizes: str = "round") -> None:
+    """Table IV the paper's way and with a confidence interval. The paper's points are
+    single runs and Table IV gives, per metric, the maximum % improvement over the loads
+    0.5-1.0, with C_s "first empirically obtained" for the P_S at load 0.9 (Figs. 5-6). So
+    each seed here is one replicate of the paper's experiment: its own C_s sweep at load
+    0.9, its own load series, its own maxima; the spread of those maxima over the seeds
+    shows how much of Table IV is the luck of one series. Beside it: the mean over seeds
+    of the paired ratio to EASY at each load, with a 95% t interval, for the default C_s."""
+    sweep_point = Point(ps, 0.0, False, SWEEP_LOAD, sizes=sizes)
+    sweep_runs: Runs = (("easy", "easy", None),)
+    sweep_runs += tuple((f"cs={c}", "delayed-los", c) for c in cs_values)
+    sweep = runner.run([sweep_point], sweep_runs)[sweep_point]
+    tuned = [min((r[f"cs={c}"]["wait"], c) for c in cs_values)[1] for r in sweep]
+
+    def runs_for(seed: int) -> Runs:
+        return (("easy", "easy", None), ("los", "los", None),
+                ("los-wait", "los after_head=wait", None),
+                ("tuned", "delayed-los", tuned[seed]), ("default", "delayed-los", DEFAULT_CS),
+                ("default-wait", "delayed-los after_head=wait", DEFAULT_CS))
+
+    points = [Point(ps, 0.0, False, load, sizes=sizes) for load in loads]
+    data = runner.run(points, runs_for)
+    nbar = np.mean([r["easy"]["nbar"] for r in data[points[0]]])
+    rule = "" if sizes == "round" else f", sizes {sizes}"
+    seeds = runner.seeds
+
+    def imp(seed: int, new: str, old: str, metric: str) -> list[float]:
+        key = "util" if metric.startswith("util") else metric
+        return [improvement(key, data[p][seed][new][metric], data[p][seed][old][metric])
+                for p in points]
+
+    lines += ["", f"### The paper's statistic: one run per load, C_s tuned per run (P_S = "
+                  f"{ps:g}{rule})", "",
+              f"Mean job size n = {nbar:.1f} processors (the paper: 180.84 at P_S = 0.2).", "",
+              f"Each seed is one replicate of the paper's Fig. 7 experiment: C_s is the "
+              f"wait-minimising value of a C_s = {_values(cs_values)} sweep on that "
+              f"seed's workload at load {SWEEP_LOAD:g} (Fig. 5's procedure), then one run per "
+              f"load {loads[0]:g}..{loads[-1]:g}, and each cell is the maximum % improvement of "
+              "delayed-los over the loads (Table IV's statistic), with the load where it "
+              "occurs. util = busy / (320 x makespan); util (window) = busy inside [first "
+              "submit, last submit] over that window's capacity (docs/metrics.md).", ""]
+    for base, title in (("easy", "Over EASY"), ("los", "Over LOS (ours: after_head=continue)"),
+                        ("los-wait", "Over LOS read literally (after_head=wait)")):
+        head = ["seed", "C_s"] + [f"{name} vs {base}" for _, name in T4_METRICS]
+        lines += [f"{title}:", "", "| " + " | ".join(head) + " |",
+                  "|---" * len(head) + "|"]
+        maxima: dict[str, list[float]] = {m: [] for m, _ in T4_METRICS}
+        for seed in range(seeds):
+            cells = [str(seed), str(tuned[seed])]
+            for metric, _ in T4_METRICS:
+                row = imp(seed, "tuned", base, metric)
+                best = int(np.argmax(row))
+                maxima[metric].append(row[best])
+                cells.append(f"{row[best]:+.2f} ({loads[best]:g})")
+            lines.append("| " + " | ".join(cells) + " |")
+        for name, pick in (("median of the seeds", np.median), ("best seed", np.max),
+                           ("worst seed", np.min)):
+            lines.append(f"| {name} | - | " + " | ".join(
+                f"{pick(maxima[m]):+.2f}" for m, _ in T4_METRICS) + " |")
+        paper = [f"+{TABLE_IV[(base.split('-')[0], m.split('_')[0])]:.2f}"
+                 for m, _ in T4_METRICS]
+        lines += ["| paper (Table IV) | - | " + " | ".join(paper) + " |", ""]
+
+    lines += [f"### Mean over {seeds} seeds with a 95% confidence interval (P_S = {ps:g}{rule})",
+              "",
+              f"Per load, the mean over seeds of the paired per-seed ratio to EASY's mean wait "
+              f"(and of the % change of utilisation) +- the half-width of its 95% interval "
+              f"(Student's t, {seeds - 1} df). delayed-los with the default C_s = "
+              f"{DEFAULT_CS} (not tuned on these seeds) and with each seed's tuned C_s.", ""]
+    head = ["load", "los wait / easy", "los after_head=wait",
+            f"delayed-los C_s={DEFAULT_CS} wait / easy",
+            "util change %", "util (window) change %", "the same, after_head=wait",
+            "delayed-los tuned wait / easy", "util change %"]
+    lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for p in points:
+        ps_data = data[p]
+
+        def ratio(lab: str, metric: str = "wait", pts: list = ps_data) -> str:
+            m, h = mean_ci([r[lab][metric] / r["easy"][metric] for r in pts])
+            return f"{m:.3f} +- {h:.3f}"
+
+        def change(lab: str, metric: str, pts: list = ps_data) -> str:
+            m, h = mean_ci([(r[lab][metric] / r["easy"][metric] - 1) * 100 for r in pts])
+            return f"{m:+.2f} +- {h:.2f}"
+
+        lines.append("| " + " | ".join([
+            f"{p.load:g}", ratio("los"), ratio("los-wait"), ratio("default"),
+            change("default", "util"), change("default", "util_window"),
+            ratio("default-wait"), ratio("tuned"), change("tuned", "util")]) + " |")
+    tuned_counts = ", ".join(f"{c}: {tuned.count(c)}" for c in sorted(set(tuned)))
+    lines += ["", f"Tuned C_s per seed (value: seeds): {tuned_counts}."]
+
+
 # The load sweeps of parts batch, hetero and elastic: (heading, sweeps); each sweep uses the
 # C_s chosen for its P_S.
 LOAD_SWEEPS = {
@@ -350,13 +515,27 @@ LOAD_SWEEPS = {
 
 # ----------------------------------------------------------------------------- main
 
+# In an existing --out file, the hand-written text down to this line (the "Paper vs ours"
+# discussion of docs/los_experiments.md) is kept; the tables after it are replaced.
+MARKER = "<!-- experiments/los.py writes everything below this line -->"
+
+
+def write_output(path: Path, lines: list[str]) -> None:
+    old = path.read_text() if path.exists() else ""
+    if MARKER in old:
+        head = old[:old.index(MARKER) + len(MARKER)]
+        path.write_text(head + "\n\n" + "\n".join(lines[1:]).lstrip("\n") + "\n")
+    else:
+        path.write_text("\n".join(lines) + "\n")
+
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("parts", nargs="*", metavar="PART",
                     help=f"any of {', '.join(PARTS)} (default: all)")
     ap.add_argument("--seeds", type=int, default=None,
-                    help="workload seeds 0..N-1 per point (default 5; 2 with --quick)")
+                    help="workload seeds 0..N-1 per point (default 10; 2 with --quick)")
     ap.add_argument("--jobs", type=int, default=500, help="jobs per workload (the paper's N_J)")
     ap.add_argument("--quick", action="store_true",
                     help=f"smoke run: C_s in {QUICK_CS}, loads {QUICK_LOADS}, 2 seeds")
@@ -365,13 +544,15 @@ def main() -> int:
     ap.add_argument("--cs05", type=int, default=None,
                     help="C_s for P_S = 0.5 (elastic); default: from a C_s sweep")
     ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
-    ap.add_argument("--out", default=None, help="also write the Markdown here")
+    ap.add_argument("--out", default=None,
+                    help="also write the Markdown here (below the marker line if the file has "
+                    "one, keeping the text above it)")
     args = ap.parse_args()
     parts = args.parts or list(PARTS)
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         ap.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
-    seeds = args.seeds if args.seeds is not None else (2 if args.quick else 5)
+    seeds = args.seeds if args.seeds is not None else (2 if args.quick else 10)
     if seeds < 1 or args.jobs < 1:
         ap.error("--seeds and --jobs must be at least 1")
     cs_values = QUICK_CS if args.quick else CS_VALUES
@@ -396,6 +577,14 @@ def main() -> int:
     cs: dict[float, int | None] = {0.2: args.cs02, 0.5: args.cs05}
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         runner = Runner(pool, seeds, args.jobs)
+        if "table4" in parts:
+            lines += ["", "## 0. Table IV: the paper's statistic and the mean with its interval"]
+            paper_statistic(runner, cs_values, loads, lines)
+            flush()
+        if "sizes" in parts:
+            lines += ["", "## 0b. Table IV on workloads with smaller large jobs (floor(U[4, 10]))"]
+            paper_statistic(runner, cs_values, loads, lines, sizes="floor-large")
+            flush()
         if "cs" in parts:
             lines += ["", "## 1. C_s sweep (Figs. 5 and 6)"]
             best = cs_sweep(runner, 0.5, cs_values, lines, "Fig. 5")
@@ -428,7 +617,7 @@ def main() -> int:
                   f"{time.perf_counter() - started:.0f} s with {args.workers} processes)"]
     flush()
     if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+        write_output(Path(args.out), lines)
     return 0
 
 

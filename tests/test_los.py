@@ -666,3 +666,28 @@ def test_cli_lublin_workload_through_hybrid_los(tmp_path: Path) -> None:
     assert unlimited["engine"]["eccs_applied"] == elastic["engine"]["eccs_applied"] + 1
     assert limited["engine"]["eccs_applied"] == elastic["engine"]["eccs_applied"]
     assert limited["engine"]["eccs_rejected"] == elastic["engine"]["eccs_rejected"] + 1
+
+
+# ---------------------------------------------------------------------- experiments/los.py
+def test_experiment_confidence_interval_is_students_t() -> None:
+    """The mean +- 95% half-width that experiments/los.py reports: hand-worked for 1..5
+    (mean 3, sd sqrt(2.5), t(4) = 2.776: 2.776 x 1.5811 / sqrt(5) = 1.9629), and the t
+    quantile beyond the table against published values (t(40) = 2.0211, t(1000) =
+    1.9623)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "los.py"
+    spec = importlib.util.spec_from_file_location("los_experiment", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    mean, half = module.mean_ci([1, 2, 3, 4, 5])
+    assert mean == 3.0 and half == pytest.approx(1.9629, abs=1e-4)
+    assert module.t95(4) == 2.776 and module.t95(30) == 2.042
+    assert module.t95(40) == pytest.approx(2.0211, abs=1e-3)
+    assert module.t95(1000) == pytest.approx(1.9623, abs=1e-4)
+    assert np.isnan(module.mean_ci([7.0])[1])
