@@ -216,10 +216,6 @@ class Replay:
     async def run(self) -> dict[str, Any]:
         from schedd.outputs import UsageError, writable_dir
 
-        try:
-            writable_dir(self.args.out)  # now, not after the whole replay
-        except UsageError as err:
-            raise ReplayError(str(err)) from None
         started = time.monotonic()
         self.channel = aio_channel(self.args)
         self.stub = stub(self.channel)
@@ -230,6 +226,10 @@ class Replay:
             specs = list(trace.specs())
             if not specs:
                 raise ReplayError(f"{path} has no job to replay")
+            try:
+                writable_dir(self.args.out)  # before sending anything, not after the replay
+            except UsageError as err:
+                raise ReplayError(str(err)) from None
             clock = info.clock
             if self.args.lockstep and clock.mode != "lockstep":
                 raise ReplayError(f"--lockstep needs a daemon with --clock lockstep; this one "

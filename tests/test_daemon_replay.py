@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from daemon_proc import DaemonProc
 
+from schedd.v1 import scheduler_pb2 as pb
+
 UNIX_T0 = 1_693_547_500  # theta_2023's first submit time
 
 
@@ -267,9 +269,9 @@ def test_a_daemon_that_does_not_advance_is_reported_within_seconds(tmp_path: Pat
 
 
 def test_unwritable_out_is_one_sentence_before_anything_is_sent() -> None:
-    proc = subprocess.run([sys.executable, "-m", "schedd_clients.replay", "--server",
-                           "127.0.0.1:9", "-o", "/proc/x"], capture_output=True, text=True,
-                          timeout=60)
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:256") as d:
+        proc = _run_replay(d, "--lockstep", "-o", "/proc/x")
+        assert d.stub().GetCluster(pb.GetClusterRequest(), timeout=10).next_job_id == 1
     assert proc.returncode == 1
     assert proc.stderr == ("schedd-replay: cannot write to the output directory /proc/x (No "
                            "such file or directory)\n")
