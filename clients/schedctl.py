@@ -23,7 +23,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from schedd.durations import DurationError, parse_duration
-from schedd.suggest import SuggestingParser
+from schedd.suggest import SuggestingParser, did_you_mean
 from schedd.v1 import scheduler_pb2 as pb
 
 from .common import DEFAULT_SERVER, add_connection_arguments, channel, metadata, stub
@@ -266,14 +266,16 @@ def job_class(text: str) -> str:
     name = CLASS_ALIASES.get(text.lower(), text.lower())
     if name not in CLASSES:
         raise argparse.ArgumentTypeError(
-            f"unknown job class {text!r}; expected one of {', '.join(CLASSES)}")
+            f"unknown job class {text!r}{did_you_mean(name, CLASSES)}; expected one of "
+            f"{', '.join(CLASSES)}")
     return name
 
 
 def job_state(text: str) -> str:
     if text.lower() not in STATES:
         raise argparse.ArgumentTypeError(
-            f"unknown job state {text!r}; expected one of {', '.join(STATES)}")
+            f"unknown job state {text!r}{did_you_mean(text.lower(), STATES)}; expected one "
+            f"of {', '.join(STATES)}")
     return text.lower()
 
 

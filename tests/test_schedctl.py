@@ -353,6 +353,10 @@ def test_misspelt_command_and_option_say_did_you_mean() -> None:
     assert r.rc == 2 and "invalid choice: 'lsit'" in r.err and "(did you mean 'list'?)" in r.err
     r = schedctl("submit", "--nodes", "1", "--walltime", "5", "--wallclock", "5")
     assert r.rc == 2 and "(did you mean '--walltime' for '--wallclock'?)" in r.err
+    r = schedctl("list", "--state", "runing")
+    assert r.rc == 2 and "unknown job state 'runing' (did you mean 'running'?)" in r.err
+    r = schedctl("submit", "--nodes", "1", "--walltime", "5", "--class", "maleable")
+    assert r.rc == 2 and "unknown job class 'maleable' (did you mean 'malleable'?)" in r.err
 
 
 def test_wait_for_a_daemon_that_is_not_there_is_one_sentence() -> None:
