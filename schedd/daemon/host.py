@@ -705,7 +705,7 @@ class EngineHost:
         out.transitions = []  # already published before the crash
         out.eccs = []
         out.commands = []
-        if out.finished or out.results:  # normally stored already, when they finished
+        if out.finished or out.results:  # normally stored already (then left as they are)
             self.journal.mark_now(Progress([], [], rec.engine_time, rec.clock, out.finished,
                                            out.results))
         if applied:

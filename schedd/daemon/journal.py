@@ -72,6 +72,12 @@ CREATE TABLE IF NOT EXISTS finished (
     owner TEXT NOT NULL,
     record TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS finished_counts (
+    state TEXT NOT NULL,
+    job_class TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (state, job_class)
+);
 CREATE TABLE IF NOT EXISTS results (n INTEGER PRIMARY KEY, job_id INTEGER NOT NULL,
                                     row BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshot (
@@ -98,8 +104,8 @@ CREATE TABLE IF NOT EXISTS rejected (
     rejected_wall REAL NOT NULL
 );
 """
-TABLES = ("meta", "stimuli", "overruns", "progress", "finished", "results", "snapshot",
-          "requests", "rejected")
+TABLES = ("meta", "stimuli", "overruns", "progress", "finished", "finished_counts",
+          "results", "snapshot", "requests", "rejected")
 
 
 class JournalError(RuntimeError):
@@ -117,7 +123,6 @@ class Recovered:
     unreadable: list[tuple[int, str]] = field(default_factory=list)
     snapshot: bytes | None = None  # live state at `snapshot_seq` (then only the tail)
     snapshot_seq: int = 0
-    results_stored: int = 0  # result rows in the results store
 
     @property
     def empty(self) -> bool:
@@ -250,8 +255,15 @@ class Journal:
                            [(t, seq) for seq, t in progress.applied])
             db.executemany("INSERT OR IGNORE INTO overruns (pass) VALUES (?)",
                            [(p,) for p in progress.overruns])
-            db.executemany("INSERT OR REPLACE INTO finished (job_id, state, job_class, user, "
-                           "owner, record) VALUES (?, ?, ?, ?, ?, ?)", progress.finished)
+            counts: dict[tuple[str, str], int] = {}
+            for row in progress.finished:  # a job is stored (and counted) once
+                cur = db.execute("INSERT OR IGNORE INTO finished (job_id, state, job_class, "
+                                 "user, owner, record) VALUES (?, ?, ?, ?, ?, ?)", row)
+                if cur.rowcount > 0:
+                    counts[(row[1], row[2])] = counts.get((row[1], row[2]), 0) + 1
+            db.executemany("INSERT INTO finished_counts (state, job_class, n) VALUES (?, ?, ?) "
+                           "ON CONFLICT (state, job_class) DO UPDATE SET n = n + excluded.n",
+                           [(st, cls, n) for (st, cls), n in counts.items()])
             db.executemany("INSERT OR REPLACE INTO results (n, job_id, row) VALUES (?, ?, ?)",
                            progress.results)
             db.execute("INSERT INTO progress (id, engine_time, clock) VALUES (1, ?, ?) "
@@ -299,7 +311,6 @@ class Journal:
                 raise JournalError(f"the journal {self.path} is damaged: its snapshot does "
                                    "not match its checksum")
             rec.snapshot_seq, rec.snapshot = int(snap[0]), bytes(snap[1])
-        rec.results_stored = int(db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
         return rec
 
     def write_meta(self, meta: dict[str, str]) -> None:
@@ -462,7 +473,7 @@ class Journal:
 
     def finished_count(self) -> dict[tuple[str, str], int]:
         return {(s, c): int(n) for s, c, n in self._reader().execute(
-            "SELECT state, job_class, COUNT(*) FROM finished GROUP BY state, job_class")}
+            "SELECT state, job_class, n FROM finished_counts")}
 
     _read_db: sqlite3.Connection | None = None
 

@@ -16,7 +16,7 @@ import pickle
 import types
 from typing import Any
 
-SNAPSHOT_EVERY = 20_000  # stimuli applied between snapshots (then the journal is compacted)
+SNAPSHOT_EVERY = 5_000  # stimuli applied between snapshots (then the journal is compacted)
 
 
 class _Pickler(pickle.Pickler):
