@@ -1,23 +1,42 @@
-"""Plan-based scheduling (PLAN 1/2/3) vs FCFS + EASY on Theta and KTH (the plan paper's
-Table II, Figs. 4-6).
+"""Plan-based scheduling (PLAN 1/2/3) vs FCFS + EASY, measured as the plan paper measured it
+(Table II, Figs. 4-6): whole traces, and the trade-off against load.
 
-    .venv/bin/python experiments/plan_sa.py [--traces DIR] [--out FILE] [--bins B] [--jobs J]
+    .venv/bin/python experiments/plan_sa.py [PART ...] [--traces DIR] [--names N ...]
+        [--max-jobs J] [--loads L ...] [--load-jobs J] [--load-seeds S] [--bins B]
+        [--workers W] [--out FILE] [--png FILE]
 
-For each trace: `easy`, then `plan-sa` with metric=wait (PLAN 1), wait2 (PLAN 2) and util
-(PLAN 3) at the paper's SA parameters (1, 0.0001, 100, 0.9), seed 0, the full annealing
-schedule at every pass (simulate has no wall clock). Prints Markdown tables (also written to
---out): mean wait, mean response, utilisation and mean bounded slowdown with their ratio to
-easy, the search counters; then, as the paper's Fig. 6(c)(f)(i), the ratio of PLAN 2's mean
-wait to easy's in B x B logarithmic bins of job size and runtime. Runs use --jobs processes.
+PART is `traces` and/or `load` (default both):
+
+* traces: each trace of --names (default lublin_256, KTH-SP2-1996-2, theta_2023), WHOLE
+  (`--max-jobs J` runs the first J jobs instead and every table says so), on a node pool of
+  its MaxNodes: `easy`, then `plan-sa` with metric=wait (PLAN 1), wait2 (PLAN 2) and util
+  (PLAN 3) at the paper's SA parameters (1, 0.0001, 100, 0.9), seed 0, the full annealing
+  schedule at every pass (simulate has no wall clock). Mean wait, response and bounded
+  slowdown (tau = 10 s) with their ratio to easy; utilisation over the makespan (first
+  submit to last end) and over the submission window (`utilization_window`: busy
+  node-seconds inside [first submit, last submit] over the nodes x that span, which
+  leaves out the drain after the last arrival; docs/metrics.md); the target (PLAN 2 wait <=
+  0.6x easy with windowed utilisation >= easy's); and, as Fig. 6(c)(f)(i), PLAN 2 / easy
+  mean wait in B x B logarithmic bins of job size and runtime.
+* load: Lublin-Feitelson workloads (`schedd workload lublin --load L --pe 0 --pr 0`: the
+  LOS paper's model, 320 processors in units of 32, exact estimates, no elastic commands)
+  of --load-jobs jobs at each --loads value, seeds 1..--load-seeds: easy vs PLAN 2, mean
+  wait and windowed utilisation per load (seed means), as a table and (--png) a figure.
+
+Runs use --workers processes, longest first; each finished run is logged as it ends.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,43 +47,98 @@ from schedd.core.cluster import NodePool  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 from schedd.sim import simulate  # noqa: E402
 from schedd.traces import normalize, read_trace  # noqa: E402
+from schedd.traces.lublin import LublinParams, generate  # noqa: E402
+from schedd.traces.normalize import select  # noqa: E402
 
-TRACES = ("theta_2023.swf", "KTH-SP2-1996-2.swf")
+TRACES = ("lublin_256.swf", "KTH-SP2-1996-2.swf", "theta_2023.swf")
 RUNS = {"easy": ("easy", []), "PLAN 1 (wait)": ("plan-sa", ["metric=wait"]),
         "PLAN 2 (wait2)": ("plan-sa", ["metric=wait2"]),
         "PLAN 3 (util)": ("plan-sa", ["metric=util"])}
+LOAD_RUNS = ("easy", "PLAN 2 (wait2)")
+LOADS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+WAIT_TARGET = 0.6  # PLAN 2 mean wait <= 0.6 x easy's (issue 18)
+KEYS = ("jobs", "total_nodes", "mean_wait_s", "mean_response_s", "mean_bounded_slowdown",
+        "utilization", "utilization_window", "makespan_s")
 
 
-def run(path: str, label: str) -> tuple[str, str, dict, dict[str, np.ndarray], float]:
+def run_trace(path: str, label: str, max_jobs: int | None
+              ) -> tuple[str, str, dict[str, Any], dict[str, np.ndarray], float]:
     policy, opts = RUNS[label]
     trace = normalize(read_trace(path))
+    if max_jobs is not None:
+        trace = select(trace, limit=max_jobs)
     cluster = NodePool(trace.max_nodes)
     started = time.perf_counter()
     chosen = make_policy(policy, opts, cluster)
     result = simulate(trace, cluster, chosen)
-    result.summary["policy_stats"] = chosen.stats()
+    summary = {k: result.summary[k] for k in KEYS}
+    summary["max_jobs"] = max_jobs
+    summary["policy_stats"] = chosen.stats() if hasattr(chosen, "stats") else {}
     cols = {k: result.results[k] for k in ("id", "wait", "alloc_nodes", "executed")}
-    return path, label, result.summary, cols, time.perf_counter() - started
+    return path, label, summary, cols, time.perf_counter() - started
 
 
-def summary_table(name: str, runs: dict[str, tuple[dict, float]], jobs: int, nodes: int
+def run_load(load: float, seed: int, jobs: int, label: str
+             ) -> tuple[float, int, str, dict[str, Any], float]:
+    params = LublinParams(jobs=jobs, load=load, p_extend=0.0, p_reduce=0.0)
+    work = generate(params, seed=seed)
+    trace = normalize(work.trace)
+    cluster = NodePool(trace.max_nodes)
+    policy, opts = RUNS[label]
+    started = time.perf_counter()
+    result = simulate(trace, cluster, make_policy(policy, opts, cluster))
+    summary = {k: result.summary[k] for k in KEYS}
+    summary["offered_load"] = work.load
+    summary["requested_jobs"] = jobs
+    return load, seed, label, summary, time.perf_counter() - started
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def ratio(v: float, base: float) -> str:
+    return f"{v / base:.2f}x" if base else "-"
+
+
+def summary_table(name: str, runs: dict[str, tuple[dict, float]], prefix: int | None
                   ) -> list[str]:
     base = runs["easy"][0]
-    head = ("run", "mean wait (s)", "vs easy", "mean response (s)", "vs easy", "utilisation",
-            "bounded slowdown", "searches", "evaluations", "improved", "sim time (s)")
-    out = ["", f"**{name}** ({jobs:,} jobs on {nodes} nodes)", "",
+    head = ("run", "mean wait (s)", "vs easy", "mean response (s)", "vs easy",
+            "bounded slowdown", "vs easy", "utilisation (makespan)",
+            "utilisation (window)", "makespan (d)", "searches", "improved passes",
+            "sim time (s)")
+    scope = (f"first {base['jobs']:,} jobs (a prefix, --max-jobs; not the whole trace)"
+             if prefix is not None else f"whole trace, {base['jobs']:,} jobs")
+    out = ["", f"**{name}** ({scope}, {base['total_nodes']:,} nodes)", "",
            "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    for label, (s, seconds) in runs.items():
+    for label in RUNS:
+        if label not in runs:
+            continue
+        s, seconds = runs[label]
         stats = s.get("policy_stats") or {}
-        cells = [label, f"{s['mean_wait_s']:,.0f}", f"{s['mean_wait_s'] / base['mean_wait_s']:.1%}",
+        cells = [label, f"{s['mean_wait_s']:,.0f}", ratio(s["mean_wait_s"], base["mean_wait_s"]),
                  f"{s['mean_response_s']:,.0f}",
-                 f"{s['mean_response_s'] / base['mean_response_s']:.1%}",
-                 f"{s['utilization']:.4f}", f"{s['mean_bounded_slowdown']:.2f}",
-                 f"{stats.get('searches', '-'):,}" if stats else "-",
-                 f"{stats.get('evaluations', 0):,}" if stats else "-",
-                 f"{stats.get('improved_passes', 0):,}" if stats else "-", f"{seconds:.0f}"]
+                 ratio(s["mean_response_s"], base["mean_response_s"]),
+                 f"{s['mean_bounded_slowdown']:.2f}",
+                 ratio(s["mean_bounded_slowdown"], base["mean_bounded_slowdown"]),
+                 f"{s['utilization']:.4f}", f"{s['utilization_window']:.4f}",
+                 f"{s['makespan_s'] / 86400:.1f}",
+                 f"{stats['searches']:,}" if stats else "-",
+                 f"{stats['improved_passes']:,}" if stats else "-", f"{seconds:.0f}"]
         out.append("| " + " | ".join(cells) + " |")
     return out
+
+
+def target_line(name: str, runs: dict[str, tuple[dict, float]]) -> str:
+    if "PLAN 2 (wait2)" not in runs:
+        return f"{name}: PLAN 2 did not run."
+    e, p = runs["easy"][0], runs["PLAN 2 (wait2)"][0]
+    w = p["mean_wait_s"] / e["mean_wait_s"]
+    du = p["utilization_window"] - e["utilization_window"]
+    ok = w <= WAIT_TARGET and du >= 0
+    return (f"{name}: PLAN 2 wait {w:.2f}x easy (target <= {WAIT_TARGET}), windowed "
+            f"utilisation {p['utilization_window']:.4f} vs {e['utilization_window']:.4f} "
+            f"({100 * du:+.2f} points): {'MET' if ok else 'MISSED'}.")
 
 
 def log_edges(values: np.ndarray, bins: int) -> np.ndarray:
@@ -94,8 +168,8 @@ def binned_ratio(easy: dict[str, np.ndarray], plan: dict[str, np.ndarray], bins:
                 cells.append("")
                 continue
             e, p = float(easy["wait"][mask].mean()), float(plan_wait[mask].mean())
-            ratio = "-" if e == 0 and p == 0 else ("inf" if e == 0 else f"{p / e:.2f}")
-            cells.append(f"{ratio} ({count})")
+            r = "-" if e == 0 and p == 0 else ("inf" if e == 0 else f"{p / e:.2f}")
+            cells.append(f"{r} ({count})")
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -108,28 +182,210 @@ def _dur(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
+def load_rows(done: list[tuple[float, int, str, dict, float]]) -> list[dict[str, float]]:
+    """Seed means per load: offered load, wait and windowed utilisation of each run."""
+    rows = []
+    for load in sorted({d[0] for d in done}):
+        row: dict[str, float] = {"load": load}
+        mine = [d for d in done if d[0] == load]
+        row["offered"] = float(np.mean([d[3]["offered_load"] for d in mine if d[2] == "easy"]))
+        row["seeds"] = len({d[1] for d in mine})
+        for label in LOAD_RUNS:
+            ss = [d[3] for d in mine if d[2] == label]
+            for key in ("mean_wait_s", "utilization_window", "utilization"):
+                row[f"{label}/{key}"] = float(np.mean([s[key] for s in ss]))
+        rows.append(row)
+    return rows
+
+
+def load_table(rows: list[dict[str, float]], jobs: int) -> list[str]:
+    e, p = LOAD_RUNS
+    head = ("target load", "offered load", "seeds", "easy wait (s)", "PLAN 2 wait (s)",
+            "PLAN 2 / easy", "easy util (window)", "PLAN 2 util (window)",
+            "difference (points)", "easy util (makespan)", "PLAN 2 util (makespan)")
+    out = ["", f"**Lublin-Feitelson workloads, {jobs:,} jobs each, 320 processors (units of "
+               "32), exact estimates, no elastic commands: easy vs PLAN 2 against load "
+               "(seed means)**", "",
+           "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for r in rows:
+        we, wp = r[f"{e}/mean_wait_s"], r[f"{p}/mean_wait_s"]
+        ue, up = r[f"{e}/utilization_window"], r[f"{p}/utilization_window"]
+        out.append("| " + " | ".join([
+            f"{r['load']:.2f}", f"{r['offered']:.3f}", f"{r['seeds']:.0f}", f"{we:,.0f}",
+            f"{wp:,.0f}", ratio(wp, we), f"{ue:.4f}", f"{up:.4f}", f"{100 * (up - ue):+.2f}",
+            f"{r[f'{e}/utilization']:.4f}", f"{r[f'{p}/utilization']:.4f}"]) + " |")
+    return out
+
+
+def load_figure(rows: list[dict[str, float]], path: str, jobs: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    loads = [r["offered"] for r in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for label, style in zip(LOAD_RUNS, ("o-", "s--"), strict=True):
+        ax1.plot(loads, [r[f"{label}/mean_wait_s"] / 3600 for r in rows], style, label=label)
+        ax2.plot([r[f"{label}/utilization_window"] for r in rows],
+                 [r[f"{label}/mean_wait_s"] / 3600 for r in rows], style, label=label)
+    ax1.set_xlabel("offered load")
+    ax1.set_ylabel("mean wait (h)")
+    ax1.set_yscale("log")
+    ax1.set_title("wait against load")
+    ax2.set_xlabel("utilisation over the submission window")
+    ax2.set_ylabel("mean wait (h)")
+    ax2.set_yscale("log")
+    ax2.set_title("wait against windowed utilisation")
+    for ax in (ax1, ax2):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"Lublin-Feitelson, {jobs:,} jobs per run, seed means")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})  # no version stamp: reproducible
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- cache
+
+
+def append_cache(path: str, kind: str, res: tuple) -> None:
+    if kind == "trace":
+        p, label, summary, cols, sec = res
+        key = json.dumps(["trace", p, label, summary.get("max_jobs")])
+        row = {"key": key, "res": [p, label, summary,
+                                   {k: v.tolist() for k, v in cols.items()}, sec]}
+    else:
+        load, seed, label, summary, sec = res
+        row = {"key": json.dumps(["load", load, seed, summary["requested_jobs"], label]),
+               "res": list(res)}
+    with open(path, "a") as out:
+        out.write(json.dumps(row) + "\n")
+
+
+def read_cache(path: str) -> dict[str, tuple]:
+    out: dict[str, tuple] = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            res = row["res"]
+            if row["key"].startswith('["trace"'):
+                res[3] = {k: np.asarray(v) for k, v in res[3].items()}
+            out[row["key"]] = tuple(res)
+    return out
+
+
+# ----------------------------------------------------------------------------- main
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("parts", nargs="*", metavar="PART", help="traces and/or load (default both)")
     ap.add_argument("--traces", default=str(ROOT.parent / "shared" / "traces"))
-    ap.add_argument("--out", default=None, help="also write the tables here")
+    ap.add_argument("--names", nargs="+", default=list(TRACES), metavar="SWF",
+                    help="trace files in --traces (default: " + ", ".join(TRACES) + ")")
+    ap.add_argument("--max-jobs", type=int, default=None, metavar="J",
+                    help="run only the first J jobs of each trace (labelled as a prefix)")
+    ap.add_argument("--loads", type=float, nargs="+", default=list(LOADS), metavar="L")
+    ap.add_argument("--load-jobs", type=int, default=2000, metavar="J",
+                    help="jobs per Lublin workload (default 2000)")
+    ap.add_argument("--load-seeds", type=int, default=2, metavar="S",
+                    help="Lublin seeds 1..S per load (default 2)")
     ap.add_argument("--bins", type=int, default=6, help="logarithmic bins per axis (Fig. 6)")
-    ap.add_argument("--jobs", type=int, default=2, help="runs in parallel")
+    ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    ap.add_argument("--out", default=None, help="also write the tables here")
+    ap.add_argument("--png", default=None, help="write the load figure here")
+    ap.add_argument("--cache", default=None, metavar="JSONL",
+                    help="append each finished run here and skip the runs already in it "
+                    "(a long sweep can be stopped and resumed, or tabulated part-done)")
+    ap.add_argument("--tabulate-only", action="store_true",
+                    help="run nothing: print the tables of the runs in --cache")
     args = ap.parse_args()
+    parts = args.parts or ["traces", "load"]
+    bad = [p for p in parts if p not in ("traces", "load")]
+    if bad:
+        ap.error(f"unknown part(s) {', '.join(bad)}; choose from traces, load")
+    if args.max_jobs is not None and args.max_jobs < 1:
+        ap.error("--max-jobs must be at least 1")
     started = time.perf_counter()
-    paths = [str(Path(args.traces) / name) for name in TRACES]
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run, path, label) for path in paths for label in RUNS]
-        done = [f.result() for f in futures]
-    lines: list[str] = []
-    for path, name in zip(paths, TRACES, strict=True):
-        mine = {label: (summary, seconds) for p, label, summary, _, seconds in done if p == path}
-        cols = {label: c for p, label, _, c, _ in done if p == path}
-        summary = mine["easy"][0]
-        lines += summary_table(name, mine, summary["jobs"], summary["total_nodes"])
-        lines += ["", f"PLAN 2 / easy mean wait by job size and runtime ({name}; "
-                      "cell: ratio (jobs); below 1 PLAN 2 waits less):", ""]
-        lines += binned_ratio(cols["easy"], cols["PLAN 2 (wait2)"], args.bins)
-    lines += ["", f"({time.perf_counter() - started:.0f} s with {args.jobs} processes)"]
+    paths = [str(Path(args.traces) / name) for name in args.names]
+    lines = ["machine: " + f"{platform.machine()}, {os.cpu_count()} cores, Python "
+             f"{platform.python_version()}, NumPy {np.__version__}; {args.workers} worker "
+             "processes", "",
+             "command: `" + " ".join(["python", Path(sys.argv[0]).as_posix()] + sys.argv[1:])
+             + "`"]
+    trace_done: list = []
+    load_done: list = []
+    cached = read_cache(args.cache) if args.cache else {}
+
+    def have(kind: str, *key: Any) -> bool:
+        res = cached.get(json.dumps([kind, *key]))
+        if res is None:
+            return False
+        (trace_done if kind == "trace" else load_done).append(res)
+        return True
+
+    # The order that matters most first: easy and PLAN 2 on the traces (the target), the
+    # load curve, then PLAN 1 and PLAN 3 (the slowest); the largest trace first.
+    todo: list[tuple[str, tuple]] = []
+    by_size = sorted(paths, key=lambda p: -os.path.getsize(p))
+    if "traces" in parts:
+        todo += [("trace", (path, label, args.max_jobs)) for label in ("PLAN 2 (wait2)", "easy")
+                 for path in by_size]
+    if "load" in parts:
+        todo += [("load", (load, seed, args.load_jobs, label))
+                 for load in sorted(args.loads, reverse=True)
+                 for seed in range(1, args.load_seeds + 1) for label in LOAD_RUNS[::-1]]
+    if "traces" in parts:
+        todo += [("trace", (path, label, args.max_jobs)) for label in ("PLAN 3 (util)",
+                                                                        "PLAN 1 (wait)")
+                 for path in by_size]
+    todo = [(kind, key) for kind, key in todo
+            if not have(kind, *(key if kind == "load" else (key[0], key[1], key[2])))]
+    if args.tabulate_only:
+        todo = []
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        futures: dict[Any, str] = {}
+        for kind, key in todo:
+            fn = run_trace if kind == "trace" else run_load
+            futures[pool.submit(fn, *key)] = kind  # type: ignore[operator]
+        for f in as_completed(futures):
+            res = f.result()
+            if args.cache:
+                append_cache(args.cache, futures[f], res)
+            if futures[f] == "trace":
+                trace_done.append(res)
+                path, label, s, _, sec = res
+                print(f"[{time.perf_counter() - started:6.0f} s] {Path(path).name} {label}: "
+                      f"wait {s['mean_wait_s']:,.0f} s, util {s['utilization']:.4f}, window "
+                      f"{s['utilization_window']:.4f} ({sec:.0f} s)", flush=True)
+            else:
+                load_done.append(res)
+                lo, sd, lab, ls, lsec = res
+                print(f"[{time.perf_counter() - started:6.0f} s] lublin load {lo} seed "
+                      f"{sd} {lab}: wait {ls['mean_wait_s']:,.0f} s, window "
+                      f"{ls['utilization_window']:.4f} ({lsec:.0f} s)", flush=True)
+    if trace_done:
+        targets = []
+        for path, name in zip(paths, args.names, strict=True):
+            mine = {label: (s, sec) for p, label, s, _, sec in trace_done if p == path}
+            cols = {label: c for p, label, _, c, _ in trace_done if p == path}
+            lines += summary_table(name, mine, args.max_jobs)
+            targets.append(target_line(name, mine))
+            if "PLAN 2 (wait2)" in cols:
+                lines += ["", f"PLAN 2 / easy mean wait by job size and runtime ({name}; "
+                              "cell: ratio (jobs); below 1 PLAN 2 waits less):", ""]
+                lines += binned_ratio(cols["easy"], cols["PLAN 2 (wait2)"], args.bins)
+        lines += ["", "Target (PLAN 2 wait <= 0.6x easy, windowed utilisation >= easy's):", ""]
+        lines += [f"* {t}" for t in targets]
+    if load_done:
+        rows = load_rows(load_done)
+        lines += load_table(rows, args.load_jobs)
+        if args.png:
+            load_figure(rows, args.png, args.load_jobs)
+    lines += ["", f"({time.perf_counter() - started:.0f} s with {args.workers} processes)"]
     text = "\n".join(lines)
     print(text)
     if args.out:
