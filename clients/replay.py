@@ -255,11 +255,14 @@ class Replay:
                 if self.status is not None:
                     self.status.close()
             results = await self._results()
+            record = await self._record()
             info = await self._cluster()
         finally:
             await self.channel.close()
-        return self._write(path, trace, specs, results, info, shift,
-                           time.monotonic() - started)
+        summary = self._write(path, trace, specs, results, info, shift,
+                              time.monotonic() - started)
+        self._write_run_files(path, record, results, info, shift)
+        return summary
 
     def _load(self, path: str, info: Any) -> Any:
         """The trace, checked against the daemon's machine, selected, said in one line
@@ -522,7 +525,48 @@ class Replay:
                                                         sorter=order)]
         return arrays
 
+    async def _record(self) -> dict[str, dict[str, np.ndarray]]:
+        """The daemon's run record (segments, waits, levels: docs/results.md)."""
+        from schedd.run_files import RECORD_TABLES
+
+        async def fetch(table: str) -> dict[str, np.ndarray]:
+            cols: dict[str, list[float]] = {name: [] for name, _, _ in RECORD_TABLES[table]}
+            async for chunk in self.stub.GetResults(pb.GetResultsRequest(table=table),
+                                                    metadata=self.meta):
+                for col in chunk.columns:
+                    cols[col.name].extend(col.values)
+            return {name: np.asarray(cols[name], dtype=np.int64 if integer else np.float64)
+                    for name, _, integer in RECORD_TABLES[table]}
+
+        out = {}
+        for table in RECORD_TABLES:
+            out[table] = await self._call(lambda t=table: fetch(t))  # type: ignore[misc]
+        return out
+
     # ------------------------------------------------------------------ output
+    def _write_run_files(self, path: str, record: dict[str, dict[str, np.ndarray]],
+                         results: dict[str, np.ndarray], info: Any, shift: float) -> None:
+        """segments.csv (our jobs, by trace id) and timeseries.csv (the whole machine), on
+        the trace's time axis, written as `schedd simulate` writes them."""
+        from schedd.core.cluster_spec import parse_cluster
+        from schedd.run_files import recorder_from_tables
+        from schedd.sim import write_run_files
+
+        seg = dict(record["segments"])
+        daemon_ids = np.fromiter(self.ids.values(), dtype=np.int64, count=len(self.ids))
+        trace_ids = np.fromiter(self.ids.keys(), dtype=np.int64, count=len(self.ids))
+        ours = np.isin(seg["job"], daemon_ids)
+        seg = {k: v[ours] for k, v in seg.items()}
+        order = np.argsort(daemon_ids)
+        seg["job"] = trace_ids[order][np.searchsorted(daemon_ids, seg["job"], sorter=order)]
+        tables = {"segments": seg, "waits": dict(record["waits"]),
+                  "levels": dict(record["levels"])}
+        for table, col in (("segments", "start"), ("segments", "end"), ("waits", "start"),
+                           ("waits", "end"), ("levels", "time")):
+            tables[table][col] = tables[table][col] - shift
+        write_run_files(self.args.out, recorder_from_tables(tables),
+                        parse_cluster(info.cluster), results, os.path.basename(path))
+
     def _write(self, path: str, trace: Any, specs: list[JobSpec],
                results: dict[str, np.ndarray], info: Any, shift: float,
                wall: float) -> dict[str, Any]:

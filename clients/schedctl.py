@@ -16,6 +16,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -470,6 +471,53 @@ def cmd_cluster(ctx: Context) -> None:
         print(cluster_text(c))
 
 
+def fetch_columns(ctx: Context, table: str) -> dict[str, list[float]]:
+    """One GetResults table as columns of numbers."""
+    cols: dict[str, list[float]] = {}
+    for chunk in ctx.stream("GetResults", pb.GetResultsRequest(table=table)):
+        for col in chunk.columns:
+            cols.setdefault(col.name, []).extend(col.values)
+    return cols
+
+
+def cmd_results(ctx: Context) -> None:
+    """Download the daemon's results as `schedd simulate` writes them: jobs.csv,
+    summary.json, segments.csv and timeseries.csv (docs/results.md)."""
+    import numpy as np
+
+    from schedd.core.cluster_spec import parse_cluster
+    from schedd.core.results import COLUMNS
+    from schedd.metrics import MetricOptions, summarize
+    from schedd.run_files import RECORD_TABLES, recorder_from_tables
+    from schedd.sim import sort_results, write_jobs_csv, write_run_files
+
+    out = Path(ctx.args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    info = ctx.call("GetCluster", pb.GetClusterRequest())
+    jobs = fetch_columns(ctx, "jobs")
+    results = {name: np.asarray(jobs.get(name, []), dtype=np.int64 if code == "q"
+                                else np.float64) for name, code in COLUMNS.items()}
+    sort_results(results)
+    tables = {}
+    for table, cols in RECORD_TABLES.items():
+        got = fetch_columns(ctx, table)
+        tables[table] = {name: np.asarray(got.get(name, []), dtype=np.int64 if integer
+                                          else np.float64) for name, _, integer in cols}
+    write_jobs_csv(out / "jobs.csv", results)
+    summary = summarize(results, total_nodes=info.total_nodes, options=MetricOptions())
+    summary["run"] = {"cluster": info.cluster, "total_nodes": info.total_nodes,
+                      "policy": info.policy, "source": f"daemon {ctx.args.server}"}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    write_run_files(out, recorder_from_tables(tables), parse_cluster(info.cluster), results,
+                    f"daemon:{info.cluster}")
+    n_seg = len(tables["segments"]["job"])
+    if ctx.json:
+        print_json({"out": str(out), "jobs": len(results["id"]), "segments": n_seg})
+    else:
+        print(f"wrote {out}/jobs.csv, summary.json, segments.csv, timeseries.csv: "
+              f"{len(results['id']):,} finished jobs, {n_seg:,} segments")
+
+
 def cmd_clock(ctx: Context) -> None:
     a = ctx.args
     action = a.clock_action or "get"
@@ -668,6 +716,15 @@ def build_parser() -> argparse.ArgumentParser:
                 "utilisation, queued and running jobs by class, Blue Gene/Q partitions in "
                 "use, the policy and the clock.")
     p.set_defaults(run=cmd_cluster)
+
+    p = command("results", "download results: jobs.csv, summary.json, segments.csv, "
+                "timeseries.csv",
+                "Download the daemon's results into DIR as `schedd simulate` writes them: "
+                "jobs.csv (finished jobs), summary.json (their metrics), segments.csv and "
+                "timeseries.csv (every execution segment and the machine's state over "
+                "time; docs/results.md). `schedd report DIR` draws them.")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
+    p.set_defaults(run=cmd_results)
 
     p = command("clock", "show or drive the virtual clock",
                 "Show the daemon's virtual clock (the default action), or drive it: "

@@ -27,6 +27,7 @@ from .core.cluster import Cluster
 from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunRecorder
 from .core.results import CLASS_CODES
 
+CHUNK = 65_536  # rows formatted at a time: keeps a million-row file small in memory
 SEGMENT_COLUMNS = (
     # Batsim / evalys jobs.csv names
     "job_id", "workload_name", "submission_time", "requested_number_of_resources",
@@ -141,6 +142,40 @@ def segment_table(rec: RunRecorder, cluster: Cluster,
             "job_class": results["job_class"][at]}
 
 
+# The recorder's columns by table, as the daemon's GetResults(table=...) streams them:
+# (column name on the wire, recorder attribute, integer column?).
+RECORD_TABLES: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "segments": (("job", "seg_job", True), ("start", "seg_start", False),
+                 ("end", "seg_end", False), ("nodes", "seg_nodes", True),
+                 ("block", "seg_block", True), ("reason", "seg_reason", True)),
+    "waits": (("job", "wait_job", True), ("start", "wait_start", False),
+              ("end", "wait_end", False), ("node_s", "wait_node_s", False)),
+    "levels": (("time", "lvl_time", False), ("kind", "lvl_kind", True),
+               ("delta", "lvl_delta", True)),
+}
+
+
+def record_tables(rec: RunRecorder | None) -> dict[str, dict[str, np.ndarray]]:
+    """The recorder's rows as NumPy columns, table by table (empty without a recorder)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for table, cols in RECORD_TABLES.items():
+        out[table] = {name: np.array(getattr(rec, attr) if rec is not None else [],
+                                     dtype=np.int64 if integer else np.float64)
+                      for name, attr, integer in cols}
+    return out
+
+
+def recorder_from_tables(tables: dict[str, dict[str, np.ndarray]]) -> RunRecorder:
+    """A recorder holding the given rows (a client's copy of the daemon's run record)."""
+    rec = RunRecorder()
+    for table, cols in RECORD_TABLES.items():
+        for name, attr, integer in cols:
+            values = tables.get(table, {}).get(name, np.empty(0))
+            getattr(rec, attr).extend(
+                np.asarray(values, dtype=np.int64 if integer else np.float64).tolist())
+    return rec
+
+
 def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
                        results: dict[str, np.ndarray], workload: str) -> None:
     t = segment_table(rec, cluster, results)
@@ -156,20 +191,26 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
     turnaround = t["end"] - t["submit"]
     run = t["end"] - t["start"]
     stretch = np.divide(turnaround, run, out=np.full(len(run), -1.0), where=run > 0)
-    reasons = [END_REASONS[r] for r in t["reason"].tolist()]
-    n = len(reasons)
-    columns = [
-        column_text(t["job"]), [workload] * n, column_text(t["submit"]),
-        column_text(t["req_nodes"]), column_text(t["walltime"]),
-        ["1" if r == "completed" else "0" for r in reasons],
-        [_BATSIM_STATE[r] for r in reasons], column_text(t["start"]), column_text(run),
-        column_text(t["end"]), column_text(wait), column_text(turnaround),
-        column_text(stretch), resources, column_text(t["segment"]), column_text(t["nodes"]),
-        partitions, reasons, [CLASS_CODES[c] for c in t["job_class"].tolist()],
-    ]
     with open(path, "w") as out:
         out.write(",".join(SEGMENT_COLUMNS) + "\n")
-        out.writelines(",".join(row) + "\n" for row in zip(*columns, strict=True))
+        # Formatted a block of rows at a time: a million segments' text is never all held.
+        for lo in range(0, len(run), CHUNK):
+            hi = lo + CHUNK
+            reasons = [END_REASONS[r] for r in t["reason"][lo:hi].tolist()]
+            n = len(reasons)
+            columns = [
+                column_text(t["job"][lo:hi]), [workload] * n, column_text(t["submit"][lo:hi]),
+                column_text(t["req_nodes"][lo:hi]), column_text(t["walltime"][lo:hi]),
+                ["1" if r == "completed" else "0" for r in reasons],
+                [_BATSIM_STATE[r] for r in reasons], column_text(t["start"][lo:hi]),
+                column_text(run[lo:hi]), column_text(t["end"][lo:hi]),
+                column_text(wait[lo:hi]), column_text(turnaround[lo:hi]),
+                column_text(stretch[lo:hi]), resources[lo:hi],
+                column_text(t["segment"][lo:hi]), column_text(t["nodes"][lo:hi]),
+                partitions[lo:hi], reasons,
+                [CLASS_CODES[c] for c in t["job_class"][lo:hi].tolist()],
+            ]
+            out.writelines(",".join(row) + "\n" for row in zip(*columns, strict=True))
 
 
 def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarray]:
@@ -215,10 +256,11 @@ def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarra
 
 def write_timeseries_csv(path: Path, rec: RunRecorder, step: float = 0.0) -> None:
     table = timeseries_table(rec, step)
-    columns = [column_text(table[name]) for name in TIMESERIES_COLUMNS]
     with open(path, "w") as out:
         out.write(",".join(TIMESERIES_COLUMNS) + "\n")
-        out.writelines(",".join(row) + "\n" for row in zip(*columns, strict=True))
+        for lo in range(0, len(table["time"]), CHUNK):
+            columns = [column_text(table[name][lo:lo + CHUNK]) for name in TIMESERIES_COLUMNS]
+            out.writelines(",".join(row) + "\n" for row in zip(*columns, strict=True))
 
 
 def fmt_number(value: float) -> str:

@@ -77,8 +77,10 @@ def test_lockstep_replay_with_checkpoints_and_failures_equals_simulate(tmp_path:
     with DaemonProc("--clock", "lockstep", "--cluster", "bgq:4", "--policy", "easy-sjf",
                     *opts) as d:
         _replay(d, None, tmp_path / "replay", "--lockstep", "--window", "37", "--force")
-    assert (tmp_path / "replay" / "jobs.swf").read_bytes() == \
-        (tmp_path / "sim" / "jobs.swf").read_bytes()
+    # The run files too: segments (partitions, preemptions by failures) and time series.
+    for name in ("jobs.swf", "segments.csv", "timeseries.csv"):
+        assert (tmp_path / "replay" / name).read_bytes() == \
+            (tmp_path / "sim" / name).read_bytes(), name
 
 
 def test_lockstep_replay_with_plan_sa_equals_simulate(tmp_path: Path) -> None:
@@ -275,3 +277,23 @@ def test_unwritable_out_is_one_sentence_before_anything_is_sent() -> None:
     assert proc.returncode == 1
     assert proc.stderr == ("schedd-replay: cannot write to the output directory /proc/x (No "
                            "such file or directory)\n")
+
+
+def test_schedctl_results_downloads_what_simulate_writes(tmp_path: Path) -> None:
+    """`schedctl results` gives the run files of the daemon's run: equal to the replay's
+    (which equal simulate's), and `schedd report` draws them."""
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:256", "--policy", "easy") as d:
+        _replay(d, None, tmp_path / "replay", "--lockstep", "--limit", "150")
+        done = subprocess.run([sys.executable, "-m", "schedd_clients.schedctl", "--server",
+                               d.address, "results", "-o", str(tmp_path / "dl")],
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "150 finished jobs" in done.stdout
+    for name in ("segments.csv", "timeseries.csv"):
+        assert (tmp_path / "dl" / name).read_text().replace("daemon:nodes:256", "x") == \
+            (tmp_path / "replay" / name).read_text().replace(
+                "sample-lublin256-1000.swf", "x"), name
+    report = subprocess.run([sys.executable, "-m", "schedd", "report", str(tmp_path / "dl"),
+                             "-o", str(tmp_path / "rep")], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "rep" / "gantt_0.png").is_file()

@@ -28,6 +28,7 @@ from prometheus_client import start_http_server
 from .. import limits
 from ..core.cluster import Cluster
 from ..core.engine import Command, Engine, EngineOptions
+from ..core.recorder import RunRecorder
 from ..policies import make_policy
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
@@ -123,6 +124,8 @@ class Daemon:
         self.journal = Journal(args.state_db,
                                on_commit_seconds=self.metrics.journal_commit.observe)
         self.engine = Engine(self.cluster, None, seed=args.seed, options=self.engine_options)
+        # The run record behind segments.csv / timeseries.csv (GetResults table=...).
+        self.engine.recorder = RunRecorder()
         self.policy = BudgetedPolicy(
             primary, fallback, args.budget, lambda: self.engine.stats["passes"],
             on_pass=lambda name, s: self.metrics.policy_pass.labels(name).observe(s),

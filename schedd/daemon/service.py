@@ -14,17 +14,19 @@ import asyncio
 import bisect
 import hashlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from typing import Any, NoReturn
 
 import grpc
+import numpy as np
 import structlog
 
 from .. import limits
 from ..core.engine import Engine
 from ..core.job import JobClass, JobSpec
 from ..durations import is_duration_text, parse_duration
+from ..run_files import RECORD_TABLES, record_tables
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
@@ -631,13 +633,21 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     async def GetResults(self, request: pb.GetResultsRequest,
                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.ResultChunk]:
+        table = request.table or "jobs"
+        if table != "jobs":  # the run record behind segments.csv / timeseries.csv
+            if table not in RECORD_TABLES:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                    f"table must be one of jobs, {', '.join(RECORD_TABLES)}; "
+                                    f"got {table[:40]!r}")
+            engine = self.host.engine
+            arrays = await self.host.in_engine(lambda: record_tables(engine.recorder)[table])
+            for chunk in _chunks(arrays, "job" if "job" in arrays else "time", True):
+                yield chunk
+            return
         sent = 0
         async for arrays in self.host.results():  # the results store's, then the engine's
-            n = len(arrays["id"])
-            for lo in range(0, n if n or sent else 1, RESULT_CHUNK):
-                yield pb.ResultChunk(columns=[
-                    pb.ResultColumn(name=name, values=col[lo:lo + RESULT_CHUNK].tolist())
-                    for name, col in arrays.items()])
+            for chunk in _chunks(arrays, "id", sent == 0):
+                yield chunk
                 sent += 1
 
     # ------------------------------------------------------------------ clock
@@ -748,3 +758,13 @@ def _with_id(spec: JobSpec, job_id: int) -> JobSpec:
 
 def _bisect_after(ids: list[int], after: int) -> int:
     return bisect.bisect_right(ids, after)
+
+
+def _chunks(arrays: dict[str, np.ndarray], key: str, first: bool) -> Iterator[pb.ResultChunk]:
+    """Columns in chunks of RESULT_CHUNK rows; an empty first table still sends one chunk
+    (so a client learns the column names)."""
+    n = len(arrays[key])
+    for lo in range(0, n if n or not first else 1, RESULT_CHUNK):
+        yield pb.ResultChunk(columns=[
+            pb.ResultColumn(name=name, values=col[lo:lo + RESULT_CHUNK].tolist())
+            for name, col in arrays.items()])

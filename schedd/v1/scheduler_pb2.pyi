@@ -391,8 +391,10 @@ class ClusterInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., total_nodes: _Optional[int] = ..., free_nodes: _Optional[int] = ..., busy_nodes: _Optional[int] = ..., down_nodes: _Optional[int] = ..., reserved_nodes: _Optional[int] = ..., utilisation: _Optional[float] = ..., partitions: _Optional[_Iterable[_Union[Partition, _Mapping]]] = ..., queue_by_class: _Optional[_Iterable[_Union[ClassCount, _Mapping]]] = ..., running_by_class: _Optional[_Iterable[_Union[ClassCount, _Mapping]]] = ..., clock: _Optional[_Union[Clock, _Mapping]] = ..., policy: _Optional[str] = ..., policy_options: _Optional[_Mapping[str, str]] = ..., seed: _Optional[int] = ..., pending: _Optional[int] = ..., finished: _Optional[int] = ..., counters: _Optional[_Mapping[str, float]] = ..., max_job_nodes: _Optional[int] = ..., engine_options: _Optional[str] = ..., cluster: _Optional[str] = ..., policy_spec: _Optional[str] = ..., next_job_id: _Optional[int] = ...) -> None: ...
 
 class GetResultsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("table",)
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    def __init__(self, table: _Optional[str] = ...) -> None: ...
 
 class ResultColumn(_message.Message):
     __slots__ = ("name", "values")

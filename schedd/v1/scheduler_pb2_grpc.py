@@ -183,7 +183,8 @@ class SchedulerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetResults(self, request, context):
-        """Per-job result columns of finished jobs (the same columns as `schedd simulate`).
+        """Result columns: per finished job (the same columns as `schedd simulate`), or the run
+        record behind segments.csv and timeseries.csv (GetResultsRequest.table).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
