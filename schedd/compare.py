@@ -6,21 +6,28 @@ For each RTJ percentage and trial, the trace gets its real-time jobs marked (or 
 1000 + trial), every run simulates that same marked trace, and per-job results are pooled
 over the trials (as the authors pool theirs) before means and percentiles are taken.
 Whole-run figures (productive utilisation, overhead node-hours, preemptions) are trial
-means. Simulations of one call run in worker processes; the output does not depend on
-their number.
+means. It is a preset over `schedd sweep`: each simulation is a sweep cell (trace x run x
+percentage x seed) run on Dask with the sweep's cache (`--cache DIR` keeps it, so an
+interrupted or extended comparison runs only what is missing); the output does not depend
+on the number of workers.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-import shlex
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .sweep.runspec import RunSpec, RunSpecError
+from .sweep.runspec import engine_args as _engine_args
+from .sweep.runspec import parse_run as _parse_run
 
 # The paper's schemes (§4, §6, §7.1.4): baselines, the high-priority queue, preemption and
 # the heuristic under each checkpointing method.
@@ -44,44 +51,19 @@ class CompareError(ValueError):
     """A bad run spec or option: one sentence for the user."""
 
 
-@dataclass(frozen=True)
-class RunSpec:
-    label: str
-    policy: str
-    options: tuple[str, ...]
-    engine_flags: tuple[str, ...]
-
-
 def parse_run(text: str) -> RunSpec:
-    """`POLICY [KEY=VALUE ...] [--engine-flag VALUE ...]`, e.g. `wcjs ckpt=app
-    --app-overhead 5`; the label is the text itself."""
+    """`POLICY [KEY=VALUE ...] [--engine-flag VALUE ...]` (schedd/sweep/runspec.py)."""
     try:
-        words = shlex.split(text)
-    except ValueError as err:
-        raise CompareError(f"run {text!r}: {err}") from None
-    if not words or words[0].startswith("-") or "=" in words[0]:
-        raise CompareError(f"run {text!r} must start with a policy name")
-    first_flag = next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
-    opts = words[1:first_flag]
-    bad = [w for w in opts if "=" not in w]
-    if bad:
-        raise CompareError(f"run {text!r}: {bad[0]!r} is neither KEY=VALUE nor an engine flag")
-    return RunSpec(" ".join(words), words[0], tuple(opts), tuple(words[first_flag:]))
+        return _parse_run(text)
+    except RunSpecError as err:
+        raise CompareError(str(err)) from None
 
 
 def engine_args(run: RunSpec) -> argparse.Namespace:
-    """The run's engine flags parsed as `schedd simulate` parses them."""
-    from .options import add_engine_arguments
-
-    parser = argparse.ArgumentParser(prog="run", add_help=False, exit_on_error=False)
-    add_engine_arguments(parser)
     try:
-        args, extra = parser.parse_known_args(list(run.engine_flags))
-    except argparse.ArgumentError as err:
-        raise CompareError(f"run {run.label!r}: {err}") from None
-    if extra:
-        raise CompareError(f"run {run.label!r}: unknown engine flag {extra[0]!r}")
-    return args
+        return _engine_args(run)
+    except RunSpecError as err:
+        raise CompareError(str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -111,41 +93,55 @@ def log_window_ids(raw: Any, window: tuple[float, float]) -> np.ndarray:
     return np.asarray(cols["job_id"][keep], dtype=np.int64)
 
 
-def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """Per-job result columns of one run, and its whole-run figures."""
+def task_cell(task: Task, code: str = "") -> Any:
+    """The sweep cell that simulates `task` (the real-time marking as its transform)."""
+    from .sweep.cells import Cell, code_version, content_key, file_sha
+
+    transform: tuple[tuple[str, Any], ...] = ()
+    if task.percent > 0:  # --percent 0: the trace as it is, a plain comparison of the runs
+        transform = tuple(sorted({"kind": "realtime", "percent": task.percent,
+                                  "mode": task.mode, "aps_runtimes": task.aps_runtimes or "",
+                                  "non_checkpointable": task.non_checkpointable}.items()))
+    cell = Cell(task.trace_path, file_sha(task.trace_path), task.cluster, task.run.label,
+                task.trial_seed, transform=transform, code=code or code_version())
+    return Cell(**{**cell.__dict__, "key": content_key(cell)})
+
+
+def _whole(results: dict[str, np.ndarray], task: Task) -> tuple[dict[str, np.ndarray],
+                                                                dict[str, float]]:
+    """The task's per-job results (the log window applied) and whole-run figures."""
     from .core.cluster_spec import parse_cluster
-    from .metrics import MetricOptions
+    from .metrics import MetricOptions, summarize
     from .options import engine_options_from
     from .policies import make_policy
-    from .sim import max_job_nodes, simulate
-    from .traces import normalize, read_trace
-    from .traces.realtime import RealtimeParams, load_aps_runtimes, make_realtime
 
     cluster = parse_cluster(task.cluster)
-    raw = read_trace(task.trace_path)
-    marked = raw  # --percent 0: the trace as it is, a plain comparison of the runs
-    if task.percent > 0:
-        runtimes = load_aps_runtimes(task.aps_runtimes) if task.aps_runtimes else None
-        params = RealtimeParams(percent=task.percent, mode=task.mode, seed=task.trial_seed,
-                                non_checkpointable=task.non_checkpointable,
-                                target_nodes=max_job_nodes(cluster))
-        marked, _ = make_realtime(raw, params, runtimes)
-    trace = normalize(marked, max_nodes=max_job_nodes(cluster))
-    policy = make_policy(task.run.policy, list(task.run.options), cluster)
-    engine_options = engine_options_from(engine_args(task.run), policy)
+    engine_options = engine_options_from(
+        engine_args(task.run), make_policy(task.run.policy, list(task.run.options), cluster))
     by_run = task.window if task.window_by == "run" else None
-    metric_options = MetricOptions(window=by_run, prompt_grace_s=engine_options.warning_s)
-    run = simulate(trace, cluster, policy, seed=task.trial_seed,
-                   engine_options=engine_options, metric_options=metric_options)
-    s = run.summary
-    overhead = s["chr_ckpt_sys"] + s["chr_ckpt_jobs"] + s["chr_pre_sys"]
+    s = summarize(results, total_nodes=cluster.total_nodes,
+                  options=MetricOptions(window=by_run, prompt_grace_s=engine_options.warning_s))
     whole = {key: float(s[key] or 0.0) for key in SUMMARY_KEYS}
-    whole["overhead_node_h"] = float(overhead)
-    results = run.results
+    whole["overhead_node_h"] = float(s["chr_ckpt_sys"] + s["chr_ckpt_jobs"] + s["chr_pre_sys"])
     if task.window is not None and task.window_by == "log":
-        keep = np.isin(results["id"], log_window_ids(raw, task.window))
+        keep = np.isin(results["id"], _log_ids(task.trace_path, task.window))
         results = {name: col[keep] for name, col in results.items()}
     return results, whole
+
+
+@functools.lru_cache(maxsize=8)
+def _log_ids(trace_path: str, window: tuple[float, float]) -> np.ndarray:
+    from .traces import read_trace
+
+    return log_window_ids(read_trace(trace_path), window)
+
+
+def _simulate(task: Task) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Per-job result columns of one run, and its whole-run figures."""
+    from .sweep.cell_run import simulate_cell
+
+    results, _ = simulate_cell(task_cell(task))
+    return _whole(results, task)
 
 
 def check_runs(runs: list[RunSpec], cluster: str) -> dict[str, bool]:
@@ -195,7 +191,8 @@ def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[f
             trials: int, seed_base: int = 1000, mode: str = "default",
             aps_runtimes: str | None = None, window: tuple[float, float] | None = None,
             workers: int = 1, non_checkpointable: float = 0.0,
-            window_by: str = "run", allow_mixed_ecc: bool = False) -> dict[str, Any]:
+            window_by: str = "run", allow_mixed_ecc: bool = False,
+            cache: str | None = None) -> dict[str, Any]:
     """Every run at every percentage, pooled over `trials`; a JSON-ready dict. `window`
     keeps the jobs that start and end inside it: in the run (`window_by="run"`) or as
     recorded in the trace (`"log"`, the authors' trimmed set). Runs that would treat the
@@ -208,7 +205,7 @@ def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[f
     tasks = [Task(trace_path, cluster, p, mode, seed_base + t, aps_runtimes, run, window,
                   non_checkpointable, window_by)
              for p in percents for run in runs for t in range(trials)]
-    outputs = run_tasks(tasks, workers)
+    outputs = run_tasks(tasks, workers, cache)
     from .core.cluster_spec import parse_cluster
 
     total = parse_cluster(cluster).total_nodes
@@ -233,25 +230,27 @@ def compare(trace_path: str, cluster: str, runs: list[RunSpec], percents: list[f
             "results": table}
 
 
-def run_tasks(tasks: list[Task], workers: int) -> list[Any]:
-    """_simulate of every task, in order, saying how far it got on stderr."""
-    from .progress import Progress
+def run_tasks(tasks: list[Task], workers: int, cache: str | None = None) -> list[Any]:
+    """(results, whole-run figures) of every task, in order: sweep cells on Dask (in this
+    process with one worker), cached in `cache` (a temporary directory by default)."""
+    from .sweep.cell_run import load_results
+    from .sweep.cells import code_version
+    from .sweep.execute import run_cells
 
-    progress = Progress(len(tasks), "simulations", prog="schedd compare")
-    try:
-        if workers <= 1:
-            outputs = []
-            for t in tasks:
-                outputs.append(_simulate(t))
-                progress.step()
-            return outputs
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_simulate, t) for t in tasks]
-            for _ in as_completed(futures):
-                progress.step()
-            return [f.result() for f in futures]
-    finally:
-        progress.close()
+    code = code_version()
+    cells = [task_cell(t, code) for t in tasks]
+    with tempfile.TemporaryDirectory(prefix="schedd-compare-") as tmp:
+        where = cache or tmp
+        rows = run_cells(cells, where, workers=workers if workers > 1 else 0,
+                         say=lambda text: print(text.replace("schedd sweep", "schedd compare"),
+                                                file=sys.stderr))
+        failed = [(t, r) for t, r in zip(tasks, rows, strict=True) if r.get("status") != "ok"]
+        if failed:
+            task, row = failed[0]
+            raise CompareError(f"run {task.run.label!r} at {task.percent:g}% (seed "
+                               f"{task.trial_seed}) failed: {row.get('error')}")
+        return [_whole(load_results(where, c.key), t) for c, t in zip(cells, tasks,
+                                                                       strict=True)]
 
 
 # --------------------------------------------------------------------------- tables
@@ -368,6 +367,10 @@ def add_parser(sub: Any) -> None:
                       "differ)")
     cmp_.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                       help="simulations in parallel (default: the CPU count)")
+    cmp_.add_argument("--cache", default=None, metavar="DIR",
+                      help="keep each simulation in this sweep cache (docs/sweep.md): a "
+                      "rerun or an extended comparison runs only what is missing (default: "
+                      "a temporary directory)")
     cmp_.add_argument("--markdown", default=None, metavar="FILE", help="also write the tables")
     cmp_.add_argument("--json", default=None, metavar="FILE", help="write every figure as JSON")
 
@@ -412,7 +415,7 @@ def run(args: argparse.Namespace) -> int:
     result = compare(args.trace, args.cluster, runs, args.percent, args.trials,
                      args.seed_base, args.mode, args.aps_runtimes, _window(args.window),
                      args.workers, args.non_checkpointable, args.window_by,
-                     args.allow_mixed_ecc)
+                     args.allow_mixed_ecc, args.cache)
     text = markdown(result, baseline)
     print(text, end="")
     if args.markdown:

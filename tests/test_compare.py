@@ -136,3 +136,19 @@ def test_compare_function_refuses_mixed_ecc_handling(tmp_path: Path) -> None:
         compare(str(path), "nodes:320", runs, [10.0], 1)
     out = compare(str(path), "nodes:320", runs, [10.0], 1, allow_mixed_ecc=True)
     assert out["runs"] == [r.label for r in runs]
+
+
+def test_a_cached_comparison_reruns_nothing_and_extends_by_the_new_cells(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """compare is a preset over schedd sweep: with --cache the same comparison again
+    simulates nothing, one more trial runs only its cells, and the tables are the same."""
+    trace = str(small_trace(tmp_path / "t.swf"))
+    runs = [parse_run(r) for r in ("easy", "wcjs ckpt=jit")]
+    cache = str(tmp_path / "cache")
+    first = compare(trace, "bgq:4", runs, [20.0], 2, workers=1, cache=cache)
+    assert "4 cells, 0 cached, 4 to run" in capsys.readouterr().err
+    again = compare(trace, "bgq:4", runs, [20.0], 2, workers=1, cache=cache)
+    assert "4 cells, 4 cached, 0 to run" in capsys.readouterr().err
+    assert json.dumps(again) == json.dumps(first)
+    compare(trace, "bgq:4", runs, [20.0], 3, workers=1, cache=cache)
+    assert "6 cells, 4 cached, 2 to run" in capsys.readouterr().err
