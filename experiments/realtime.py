@@ -354,10 +354,10 @@ def main() -> int:
     elapsed = time.time() - t0
     out = [
         "# Real-time experiments (generated)", "",
-        f"`.venv/bin/python experiments/realtime.py --trials {args.trials}` "
-        f"({elapsed:.0f} s, {args.workers} workers). Summary and discussion: "
+        f"`.venv/bin/python experiments/realtime.py --trials {args.trials}` (the same "
+        "output for any number of workers). Summary and discussion: "
         "[realtime.md](realtime.md#experiments). The paper's setup against ours: "
-        "[realtime.md](realtime.md#paper-vs-ours).", "",
+        "[Paper vs ours](#paper-vs-ours).", "",
         "## 1. The target on every Mira week (10% RTJs, JIT)", "",
         f"RTJ and BJ mean bounded slowdown (600 s), {args.trials} trials pooled (seeds "
         f"1000..{999 + args.trials}); `x baseline` is against `{BASELINE}` in the same "
