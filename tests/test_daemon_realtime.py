@@ -113,7 +113,7 @@ def test_rtj_starts_only_after_the_victims_checkpoint_done(external) -> None:
     assert _states(stub) == (pb.JOB_STATE_RUNNING, pb.JOB_STATE_CHECKPOINTING,
                              pb.JOB_STATE_QUEUED)
     assert _job(stub, YOUNG).alloc_nodes == 512
-    assert _job(stub, RTJ).first_start == -1
+    assert not _job(stub, RTJ).HasField("first_start")  # not started: the field is absent
 
     # Only the victim may report: the other batch job was not asked to checkpoint.
     with pytest.raises(grpc.RpcError) as err:
