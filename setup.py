@@ -11,6 +11,10 @@ from setuptools.command.build_ext import build_ext
 
 COMPILED = [
     "schedd/core/engine.py",
+    "schedd/core/engine_state.py",
+    "schedd/core/engine_jobs.py",
+    "schedd/core/engine_preempt.py",
+    "schedd/core/engine_elastic.py",
     "schedd/core/exec_state.py",
     "schedd/core/recorder.py",
     "schedd/core/job.py",

@@ -37,6 +37,9 @@ TIMESERIES_COLUMNS = ("time", "busy_nodes", "down_nodes", "queue_length", "queue
 
 
 DOWN, RESERVED = 0, 1  # level kinds
+# Plain names for the states (attribute access on an Enum class is slow in a hot path).
+_Q, _R, _C, _P, _DONE = (JobState.QUEUED, JobState.RUNNING, JobState.CHECKPOINTING,
+                         JobState.PREEMPTED, JobState.COMPLETED)
 
 
 class RunRecorder:
@@ -65,17 +68,17 @@ class RunRecorder:
     def moved(self, t: float, job: Job, to: JobState, cause: str) -> None:
         """A job changed state at t (after the engine applied the change)."""
         jid = job.id
-        if to is JobState.RUNNING:
+        if to is _R:
             self._leave_queue(jid, t)
             alloc = job.allocation
             self._open[jid] = (t, job.alloc_nodes, alloc.block if alloc is not None else -1)
-        elif to is JobState.QUEUED or to is JobState.PREEMPTED:
+        elif to is _Q or to is _P:
             if jid in self._open:
                 self._close(jid, t, _REQUEUE_REASON.get(cause, PREEMPTED_))
             self._waiting[jid] = (t, job.nodes * job.walltime)
-        elif to is not JobState.CHECKPOINTING:  # terminal
+        elif to is not _C:  # terminal
             if jid in self._open:
-                self._close(jid, t, _TERMINAL_REASON[to])
+                self._close(jid, t, COMPLETED_ if to is _DONE else _TERMINAL_REASON[to])
             self._leave_queue(jid, t)
 
     def resized(self, t: float, job: Job, nodes: int) -> None:
