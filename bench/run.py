@@ -1,13 +1,20 @@
-"""Simulator benchmark: whole-process `schedd simulate` throughput and peak memory.
+"""Simulator benchmark: whole-process `schedd simulate` against the naive EASY loop, and
+throughput and peak memory from 10,000 to 1,000,000 jobs (issue 21).
 
-    make bench                  # or: .venv/bin/python bench/run.py [--repeat 3] [--skip-million]
+    .venv/bin/python bench/run.py [--repeat 3] [--skip-million] [--scale]
 
-Runs `schedd simulate --policy easy` as a separate process (so start-up, reading, metrics
-and writing all count) on lublin_256.swf and KTH-SP2-1996-2.swf from ../shared/traces, and
-on a synthetic 1,000,000-job trace generated here (seeded). Reports jobs per second of the
-whole process (best and median of --repeat runs) and its peak resident memory, measured
-with wait4() on the child. Writes the table to bench/results/latest.md; copy it into
-docs/benchmarks.md together with the machine line it prints.
+1. On lublin_256.swf and KTH-SP2-1996-2.swf (../shared/traces), `schedd simulate --policy
+   easy` and `bench/naive_easy.py` run as separate processes in the same run, alternately,
+   --repeat times each; every job's wait must be equal in both (schedd's jobs.csv against
+   the naive loop's --waits file), else the benchmark stops. Reported: best wall seconds,
+   best CPU seconds (user + sys of the child, from wait4(): the figure to trust on a shared
+   machine), jobs/s and the ratio naive / schedd (>= 1.0 means schedd is as fast).
+2. A synthetic 1,000,000-job trace (seeded; --scale adds 10,000 and 100,000): wall, CPU,
+   jobs/s and peak resident memory of one whole `schedd simulate`.
+
+Writes the tables to bench/results/latest.md; docs/benchmarks.md quotes them with the
+machine line printed here. Measure the compiled build (as installed by `make`): the
+script says which one it ran.
 """
 
 from __future__ import annotations
@@ -15,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -61,57 +67,122 @@ def calibration() -> float:
     return best
 
 
-def run_once(trace: Path, out: Path) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in MiB, kept jobs) of one whole `schedd simulate` process."""
-    cmd = [sys.executable, "-m", "schedd", "simulate", "--trace", str(trace), "--policy",
-           "easy", "--out", str(out), "--no-progress"]
+def run_process(cmd: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS in MiB) of one whole child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=RESULTS)  # not the checkout: `-m schedd` runs the install
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"benchmark run failed: {' '.join(cmd)}\n{proc.stderr.read().decode()}")
+        raise SystemExit(f"benchmark run failed: {' '.join(cmd)}\n{err}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
+
+
+def schedd_cmd(trace: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "schedd", "simulate", "--trace", str(trace), "--policy",
+            "easy", "--out", str(out), "--no-progress", "--quiet"]
+
+
+def schedd_waits(out: Path) -> dict[int, float]:
+    with open(out / "jobs.csv") as f:
+        names = f.readline().rstrip("\n").split(",")
+        i, w = names.index("id"), names.index("wait")
+        return {int(row[i]): float(row[w]) for row in (line.split(",") for line in f)}
+
+
+def naive_waits(path: Path) -> dict[int, float]:
+    with open(path) as f:
+        return {int(a): float(b) for a, b in (line.split() for line in f)}
+
+
+def check_equal(name: str, ours: dict[int, float], naive: dict[int, float]) -> None:
+    """Every job's wait equal (jobs.csv keeps milliseconds: equal to 1 ms)."""
+    if ours.keys() != naive.keys():
+        raise SystemExit(f"{name}: schedd and the naive loop simulated different jobs "
+                         f"({len(ours)} vs {len(naive)})")
+    bad = [j for j in ours if abs(ours[j] - naive[j]) > 1e-3]
+    if bad:
+        j = bad[0]
+        raise SystemExit(f"{name}: {len(bad)} waits differ, e.g. job {j}: schedd "
+                         f"{ours[j]:g}, naive {naive[j]:g}")
+
+
+def versus_naive(name: str, trace: Path, repeat: int) -> str:
+    out, waits = RESULTS / "out", RESULTS / "naive-waits.txt"
+    ours, naive = [], []
+    for _ in range(repeat):  # alternate, so that load on a shared machine hits both
+        ours.append(run_process(schedd_cmd(trace, out)))
+        naive.append(run_process([sys.executable, str(ROOT / "bench" / "naive_easy.py"),
+                                  str(trace), "--waits", str(waits)]))
+    got = schedd_waits(out)
+    check_equal(name, got, naive_waits(waits))
+    jobs = len(got)
+    wall_s, cpu_s = min(w for w, _, _ in ours), min(c for _, c, _ in ours)
+    wall_n, cpu_n = min(w for w, _, _ in naive), min(c for _, c, _ in naive)
+    return (f"| {name} | {jobs:,} | {wall_s:.2f} | {cpu_s:.2f} | {jobs / cpu_s:,.0f} | "
+            f"{wall_n:.2f} | {cpu_n:.2f} | {wall_n / wall_s:.2f}x | {cpu_n / cpu_s:.2f}x |")
+
+
+def scale_row(name: str, trace: Path) -> str:
+    out = RESULTS / "out"
+    wall, cpu, rss = run_process(schedd_cmd(trace, out))
     import json
 
     jobs = json.loads((out / "summary.json").read_text())["jobs"]
-    return wall, usage.ru_maxrss // 1024, jobs
+    return (f"| {name} | {jobs:,} | {wall:.2f} | {cpu:.2f} | {jobs / wall:,.0f} | "
+            f"{jobs / cpu:,.0f} | {1e6 * cpu / jobs:.1f} | {rss} |")
+
+
+def build() -> str:
+    """Which engine the interpreter runs: the mypyc build or pure Python."""
+    code = "import schedd.core.engine as e; print(e.__file__)"
+    path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=RESULTS).stdout.strip()
+    return "compiled (mypyc)" if path.endswith(".so") else "pure Python"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-million", action="store_true")
+    parser.add_argument("--scale", action="store_true",
+                        help="also 10,000 and 100,000 synthetic jobs (cost per job)")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    cases = [("lublin_256.swf", TRACES / "lublin_256.swf", args.repeat),
-             ("KTH-SP2-1996-2.swf", TRACES / "KTH-SP2-1996-2.swf", args.repeat)]
-    if not args.skip_million:
-        million = RESULTS / "synthetic-1M.swf"
-        if not million.exists():
-            print("generating the synthetic 1,000,000-job trace ...", flush=True)
-            synthetic_trace(million, 1_000_000)
-        cases.append(("synthetic 1,000,000 jobs", million, 1))
     machine = (f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
-               f"{platform.platform()}")
+               f"{platform.platform()}, engine {build()}, load average "
+               f"{os.getloadavg()[0]:.1f}")
     lines = [f"Machine: {machine}", f"Calibration loop: {calibration():.3f} s", "",
-             "| trace | jobs | runs | best s | median s | jobs/s (best) | jobs/s (median) "
-             "| peak RSS MiB |", "|---|---|---|---|---|---|---|---|"]
-    for name, path, repeat in cases:
+             "| trace | jobs | schedd wall s | schedd CPU s | jobs/CPU-s | naive wall s "
+             "| naive CPU s | ratio (wall) | ratio (CPU) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    for name in ("lublin_256.swf", "KTH-SP2-1996-2.swf"):
+        path = TRACES / name
         if not path.exists():
             print(f"skipping {name}: {path} not found")
             continue
-        runs = [run_once(path, RESULTS / "out") for _ in range(repeat)]
-        walls = [w for w, _, _ in runs]
-        jobs = runs[0][2]
-        best, median = min(walls), statistics.median(walls)
-        rss = max(r for _, r, _ in runs)
-        lines.append(f"| {name} | {jobs:,} | {repeat} | {best:.2f} | {median:.2f} | "
-                     f"{jobs / best:,.0f} | {jobs / median:,.0f} | {rss} |")
+        lines.append(versus_naive(name, path, args.repeat))
+        print(lines[-1], flush=True)
+    sizes = [] if args.skip_million else [1_000_000]
+    if args.scale:
+        sizes = [10_000, 100_000, *sizes]
+    if sizes:
+        lines += ["", "| trace | jobs | wall s | CPU s | jobs/s (wall) | jobs/CPU-s "
+                  "| CPU us/job | peak RSS MiB |", "|---|---|---|---|---|---|---|---|"]
+        print("\n".join(lines[-3:]), flush=True)
+    for n in sizes:
+        trace = RESULTS / f"synthetic-{n // 1000}k.swf"
+        if not trace.exists():
+            print(f"generating the synthetic {n:,}-job trace ...", flush=True)
+            synthetic_trace(trace, n)
+        lines.append(scale_row(f"synthetic {n:,}", trace))
         print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     (RESULTS / "latest.md").write_text(text)
-    print()
-    print(text)
 
 
 if __name__ == "__main__":

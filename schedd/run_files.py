@@ -226,27 +226,35 @@ def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarra
     lvl_t, lvl_kind = np.array(rec.lvl_time), np.array(rec.lvl_kind, dtype=np.int64)
     lvl_d = np.array(rec.lvl_delta, dtype=np.int64)
     n_seg, n_wait, n_lvl = len(seg_start), len(w_start), len(lvl_t)
-    ones_s, ones_w = np.ones(n_seg, np.int64), np.ones(n_wait, np.int64)
     zs, zw, zl = (np.zeros(k, np.int64) for k in (n_seg, n_wait, n_lvl))
-    # One delta row per event: busy, down, queue, queued (milli), running, reserved.
+    ones_s, ones_w = zs + 1, zw + 1
+    # One delta per event and column: busy, down, queue, queued (milli), running, reserved.
+    # Built and summed one column at a time (a million-job run has millions of events).
     times = np.concatenate([seg_start, seg_end, w_start, w_end, lvl_t])
-    deltas = np.column_stack([
-        np.concatenate([seg_nodes, -seg_nodes, zw, zw, zl]),
-        np.concatenate([zs, zs, zw, zw, np.where(lvl_kind == DOWN, lvl_d, 0)]),
-        np.concatenate([zs, zs, ones_w, -ones_w, zl]),
-        np.concatenate([zs, zs, w_ns, -w_ns, zl]),
-        np.concatenate([ones_s, -ones_s, zw, zw, zl]),
-        np.concatenate([zs, zs, zw, zw, np.where(lvl_kind == RESERVED, lvl_d, 0)]),
-    ]) if len(times) else np.zeros((0, 6), np.int64)
+    column_deltas = (
+        lambda: np.concatenate([seg_nodes, -seg_nodes, zw, zw, zl]),
+        lambda: np.concatenate([zs, zs, zw, zw, np.where(lvl_kind == DOWN, lvl_d, 0)]),
+        lambda: np.concatenate([zs, zs, ones_w, -ones_w, zl]),
+        lambda: np.concatenate([zs, zs, w_ns, -w_ns, zl]),
+        lambda: np.concatenate([ones_s, -ones_s, zw, zw, zl]),
+        lambda: np.concatenate([zs, zs, zw, zw, np.where(lvl_kind == RESERVED, lvl_d, 0)]),
+    )
     order = np.argsort(times, kind="stable")
-    times, levels = times[order], np.cumsum(deltas[order], axis=0)
+    times = times[order]
     last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, bool)
-    times, levels = times[last], levels[last]  # the state at the end of each instant
-    changed = np.r_[True, np.any(levels[1:] != levels[:-1], axis=1)] if len(times) else last
-    times, levels = times[changed], levels[changed]
+    times = times[last]  # the state at the end of each instant
+    levels = [np.cumsum(delta()[order])[last] for delta in column_deltas]
+    del order
+    changed = np.zeros(len(times), bool)
+    if len(times):
+        changed[0] = True
+        for level in levels:
+            changed[1:] |= level[1:] != level[:-1]
+    times = times[changed]
+    levels = [level[changed] for level in levels]
     table = {"time": times}
     for k, name in enumerate(TIMESERIES_COLUMNS[1:]):
-        table[name] = levels[:, k] / 1000.0 if name == "queued_node_s" else levels[:, k]
+        table[name] = levels[k] / 1000.0 if name == "queued_node_s" else levels[k]
     if step > 0 and len(times):
         grid = np.arange(np.ceil(times[0] / step) * step, times[-1] + step / 2, step)
         at = np.searchsorted(times, grid, side="right") - 1
