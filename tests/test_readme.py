@@ -88,7 +88,20 @@ def test_readme_simulate_block_runs_as_written(tmp_path, shared_traces):
             assert m and (project / m.group(1) / "summary.json").exists(), command
 
 
-@pytest.mark.parametrize("section", ["The daemon", "Simulate"])
+def test_readme_figures_block_runs_as_written(tmp_path, shared_traces):
+    block = readme_block("Figures and sweeps")
+    project = layout(tmp_path, shared_traces, block)
+    proc = run_block(block, project, {}, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert (project / "out" / "report" / "index.html").exists()
+    assert (project / "out" / "report" / "gantt_1.png").exists()
+    assert "12 cells, 12 ok, 0 failed" in proc.stdout
+    assert (project / "out" / "sweep" / "results.parquet").exists()
+    assert any((project / "out" / "sweep-report").glob("sweep_*.png"))
+
+
+@pytest.mark.parametrize("section", ["The daemon", "Simulate", "Figures and sweeps"])
 def test_readme_blocks_use_only_commands_that_exist(section):
     """Every command word of the blocks is an installed entry point or a shell builtin."""
     block = readme_block(section)
