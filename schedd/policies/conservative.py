@@ -13,12 +13,13 @@ docs/policies.md); it never delays an earlier reservation.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 
 from ..core.cluster import Allocation, ClusterState
 from ..core.decisions import Decision, Start
 from ..core.view import View
 from .backfill import eligible_queue, releases, retake
-from .base import Policy
+from .base import Policy, PolicyError
 
 
 def _usable(state: ClusterState, alloc: Allocation) -> bool:
@@ -27,9 +28,22 @@ def _usable(state: ClusterState, alloc: Allocation) -> bool:
     return retake(state.copy(), alloc) is not None
 
 
+@dataclasses.dataclass(frozen=True)
+class ConservativeOptions:
+    depth: int = dataclasses.field(default=0, metadata={"help": (
+        "reservations for the first DEPTH waiting jobs only; later jobs start now if they "
+        "fit without delaying one, else wait without a reservation (bounds a pass, which "
+        "grows faster than linearly in the queue: docs/benchmarks.md); 0 = every job")})
+
+    def __post_init__(self) -> None:
+        if self.depth < 0:
+            raise PolicyError(f"conservative: option depth must be >= 0, not {self.depth}")
+
+
 class Conservative(Policy):
     name = "conservative"
     summary = "conservative backfilling: a reservation for every waiting job"
+    Options = ConservativeOptions
 
     def schedule(self, view: View) -> list[Decision]:
         decisions: list[Decision] = []
@@ -46,12 +60,14 @@ class Conservative(Policy):
                 times.append(end)
                 states.append(states[-1].copy())
             states[-1].release(alloc)
-        for job in queue:
+        depth = getattr(self.options, "depth", 0)
+        for i, job in enumerate(queue):
             if states[0].free_nodes == 0:
                 break  # later reservations cannot make anything start now
-            found = self._earliest(job.nodes, job.walltime, times, states)
+            beyond = 0 < depth <= i  # past the reservation depth: now or not at all
+            found = self._earliest(job.nodes, job.walltime, times, states, beyond)
             if found is None:
-                continue  # does not fit even when all is released (nodes down): no plan yet
+                continue  # does not fit (now, or even when all is released): no plan yet
             start_i, alloc = found
             if start_i == 0:
                 decisions.append(Start(job.id, block=alloc.block if alloc.block >= 0 else None))
@@ -59,9 +75,9 @@ class Conservative(Policy):
         return decisions
 
     @staticmethod
-    def _earliest(nodes: int, walltime: float, times: list[float], states: list[ClusterState]
-                  ) -> tuple[int, Allocation] | None:
-        for i, t in enumerate(times):
+    def _earliest(nodes: int, walltime: float, times: list[float], states: list[ClusterState],
+                  now_only: bool = False) -> tuple[int, Allocation] | None:
+        for i, t in enumerate(times[:1] if now_only else times):
             alloc = states[i].copy().allocate(nodes)
             if alloc is None:
                 continue
