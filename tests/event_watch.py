@@ -29,26 +29,20 @@ class Watcher(threading.Thread):
         self.events: list[Seen] = []
         self.lock = threading.Lock()
         self.done = threading.Event()
-        self._last: dict[str, int] = {}
+        self._last: dict[str, int] = {}  # epoch -> last sequence number seen
 
     def run(self) -> None:
         while not self.done.is_set():
             with grpc.insecure_channel(self.address) as ch:
                 stub = pb_grpc.SchedulerStub(ch)
-                epoch = self.events[-1][0] if self.events else ""
-                start = self._last.get(epoch, 0) + 1 if epoch else 1
-                call = stub.WatchEvents(pb.WatchEventsRequest(from_seq=start))
+                # From the first event still in the ring: after a cut the daemon may be
+                # a new lifetime whose numbers start again (what was seen is skipped).
+                call = stub.WatchEvents(pb.WatchEventsRequest(from_seq=1))
                 try:
                     for e in call:
                         if self._last.get(e.epoch, 0) >= e.seq:
                             continue
-                        if e.epoch != epoch and e.seq != 1 and e.epoch not in self._last:
-                            # a new lifetime joined midway: start it from its first event
-                            call.cancel()
-                            self._last[e.epoch] = 0
-                            break
                         self._last[e.epoch] = e.seq
-                        epoch = e.epoch
                         with self.lock:
                             self.events.append((e.epoch, e.seq, e.time, e.kind, e.job_id))
                         if self.done.is_set():
@@ -61,6 +55,16 @@ class Watcher(threading.Thread):
     def seen(self) -> list[Seen]:
         with self.lock:
             return list(self.events)
+
+    def drain(self, quiet: float = 1.0, limit: float = 60.0) -> None:
+        """Wait until no event has come for `quiet` seconds (a loaded machine can leave
+        the watcher thousands of events behind the daemon), then stop."""
+        deadline = time.monotonic() + limit
+        count = -1
+        while count != len(self.events) and time.monotonic() < deadline:
+            count = len(self.events)
+            time.sleep(quiet)
+        self.done.set()
 
 
 class MqttWatcher(threading.Thread):
