@@ -265,6 +265,11 @@ def test_snapshots_compact_the_journal_and_recovery_from_one_is_exact(
     check = _journal("check", str(db))
     assert check.returncode == 0, check.stdout
     assert "ok (1 stimuli, last sequence number 1000" in check.stdout
+    export = _journal("export", str(db))
+    assert export.returncode == 0, export.stderr
+    tables = [json.loads(line)["table"] for line in export.stdout.splitlines()]
+    assert tables.count("snapshot") == 1 and tables.count("results") == 1000
+    assert tables.count("finished") == 1000 and tables.count("stimuli") == 1
     with DaemonProc(*args, env=env) as d:
         s = d.stub()
         assert '"stimuli": 1,' in d.log()  # the tail after the snapshot, not the history

@@ -2,7 +2,8 @@
 
 * check: SQLite's integrity check plus the journal's invariants (journal_check.py); lists
   quarantined entries. Exit 0 when sound, 1 when not, 2 when the file cannot be used.
-* export: every table as JSON lines (one object per row, with a "table" key), read-only.
+* export: every table as JSON lines (one object per row, with a "table" key), read-only;
+  binary values (the snapshot, result rows) as {"base64": ...}.
 * compact: copy the journal's write-ahead log into the file and VACUUM it (a stopped
   daemon's journal only; refused when the check fails).
 """
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import sqlite3
@@ -18,9 +20,10 @@ from typing import Any, TextIO
 
 from .journal_check import check_journal
 
-EXPORT_ORDER = ("meta", "progress", "overruns", "stimuli", "rejected", "finished")
+EXPORT_ORDER = ("meta", "progress", "overruns", "snapshot", "stimuli", "requests",
+                "rejected", "finished", "finished_counts", "results")
 JSON_COLUMNS = {"stimuli": ("body", "response"), "rejected": ("body", "response"),
-                "finished": ("record",)}
+                "requests": ("response",), "finished": ("record",)}
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -97,7 +100,10 @@ def _dump(db: sqlite3.Connection, f: TextIO) -> None:
         cur = db.execute(f"SELECT * FROM {table} ORDER BY 1")
         names = [d[0] for d in cur.description]
         for row in cur:
-            obj: dict[str, Any] = {"table": table, **dict(zip(names, row, strict=True))}
+            obj: dict[str, Any] = {"table": table, **{
+                name: {"base64": base64.b64encode(value).decode()}
+                if isinstance(value, bytes) else value
+                for name, value in zip(names, row, strict=True)}}
             for column in JSON_COLUMNS.get(table, ()):
                 with contextlib.suppress(TypeError, ValueError):  # else kept as text
                     obj[column] = json.loads(obj[column])
