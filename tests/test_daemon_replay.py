@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -297,3 +298,34 @@ def test_schedctl_results_downloads_what_simulate_writes(tmp_path: Path) -> None
                              "-o", str(tmp_path / "rep")], capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "rep" / "gantt_0.png").is_file()
+
+
+def test_run_record_moves_to_the_store_and_survives_kill_9(tmp_path: Path) -> None:
+    """With 40 rows per table kept in memory and a snapshot every 60 stimuli, the run
+    record of 300 jobs lives mostly in the journal's store: schedctl results still gives
+    simulate's segments.csv and timeseries.csv, before and after a kill -9 and restart."""
+    _simulate(None, "nodes:256", tmp_path / "sim", "--limit", "300")
+    journal = str(tmp_path / "journal.sqlite")
+    env = {"SCHEDD_RECORD_IN_MEMORY": "40", "SCHEDD_SNAPSHOT_EVERY": "60"}
+    args = ("--clock", "lockstep", "--cluster", "nodes:256", "--policy", "easy",
+            "--state-db", journal)
+
+    def download(d: DaemonProc, out: Path) -> None:
+        done = subprocess.run([sys.executable, "-m", "schedd_clients.schedctl", "--server",
+                               d.address, "results", "-o", str(out)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr + d.log()[-2000:]
+        for name in ("segments.csv", "timeseries.csv"):
+            assert (out / name).read_text().replace("daemon:nodes:256", "x") == \
+                (tmp_path / "sim" / name).read_text().replace(
+                    "sample-lublin256-1000.swf", "x"), name
+
+    with DaemonProc(*args, env=env) as d:
+        _replay(d, None, tmp_path / "replay", "--lockstep", "--limit", "300")
+        download(d, tmp_path / "before")
+        d.kill()
+    with DaemonProc(*args, env=env) as d:
+        download(d, tmp_path / "after")
+    with sqlite3.connect(journal) as db:
+        stored = dict(db.execute("SELECT tbl, COUNT(*) FROM run_record GROUP BY tbl"))
+    assert stored["segments"] >= 260 and stored["waits"] >= 260  # most rows left memory

@@ -36,6 +36,7 @@ from ..core.engine import Command, Engine
 from ..core.job import JobState
 from ..core.results import ResultTable
 from ..core.validate import validate
+from ..run_files import RECORD_TABLES, record_tables
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
 from .eventlog import EventLog
@@ -57,7 +58,7 @@ from .records import (
     record_of_spec,
 )
 from .snapshot import SNAPSHOT_EVERY, dumps, restore
-from .stored import pack_rows, stored_chunks
+from .stored import RECORD_ROWS, pack_rows, stored_chunks, stored_record
 
 log = structlog.get_logger("schedd.host")
 
@@ -65,6 +66,7 @@ CLASS_NAMES = {"B": "batch", "R": "realtime", "O": "ondemand", "M": "malleable",
                "D": "dedicated"}
 ITERATION_WALL_CAP = 0.2  # seconds of engine work before the loop gets a turn
 RESULTS_IN_MEMORY = 20_000  # engine result rows kept before they are only in the store
+RECORD_IN_MEMORY = 20_000  # run-record rows per table kept before they are only in the store
 CLOCK_LEASE_TICKS = 2  # ticks of wall time journalled ahead of the clock reading (_mark)
 MARK_RETRY_WALL = 1.0  # wall seconds between attempts when the journal cannot be written
 FAILED = ("the scheduling engine failed and the daemon is stopping to restart; retry "
@@ -137,6 +139,7 @@ class IterationOut:
     caught_up: bool
     cluster: ClusterSnapshot
     seconds: float
+    record: list[tuple[str, int, bytes]] = field(default_factory=list)  # run record rows
 
 
 class EngineHost:
@@ -166,6 +169,10 @@ class EngineHost:
         self._overruns: list[int] = []
         self._last_results = 0  # rows of engine.results already handed to the store
         self.results_base = 0  # number of the first row of engine.results, from the first
+        # The same for the run record's tables (the recorder's rows: segments, waits, levels).
+        self._record_sent = dict.fromkeys(RECORD_TABLES, 0)
+        self.record_base = dict.fromkeys(RECORD_TABLES, 0)
+        self.record_in_memory = RECORD_IN_MEMORY
         self.last_applied_seq = 0  # stimuli up to here are applied (in seq order)
         self._applied_since_snapshot = 0
         self.snapshot_every = SNAPSHOT_EVERY
@@ -289,13 +296,16 @@ class EngineHost:
         """Engine thread: the engine's and the policies' state, the live records."""
         return dumps(self._snapshot_objects(),
                      {**host, "results_base": self.results_base,
-                      "last_results": self._last_results}, owner=self.policy)
+                      "last_results": self._last_results, "record_base": self.record_base,
+                      "record_sent": self._record_sent}, owner=self.policy)
 
     def _restore(self, data: bytes) -> None:
         """Recovery: the snapshot's state into the objects the daemon built."""
         extra = restore(data, self._snapshot_objects(), owner=self.policy)
         self.engine.outbox, self.engine.transitions = [], []
         self.results_base, self._last_results = extra["results_base"], extra["last_results"]
+        self.record_base = dict(extra.get("record_base", self.record_base))
+        self._record_sent = dict(extra.get("record_sent", self._record_sent))
         self.records, self.owners = extra["records"], extra["owners"]
         self.restored_extra = extra["extra"]
 
@@ -310,7 +320,7 @@ class EngineHost:
             clock += self.clock.speedup * CLOCK_LEASE_TICKS * self.tick
         clock = max(clock, out.engine_time)
         progress = Progress(out.applied, out.overruns, out.engine_time, clock, out.finished,
-                            out.results)
+                            out.results, out.record)
         while True:
             try:
                 await self.journal.mark(progress)
@@ -413,6 +423,7 @@ class EngineHost:
         start = time.perf_counter()
         engine = self.engine
         self._drop_stored_results()
+        self._drop_stored_record()
         applied: list[tuple[int, float]] = []
         rejected: list[tuple[Stimulus, str]] = []
         for st in stimuli:
@@ -472,6 +483,7 @@ class EngineHost:
             if rec is not None:
                 records[job_id] = rec
         rows = self._add_results(records)
+        record = self._add_record()
         finished = []
         for job_id, rec in records.items():  # out of memory, into the results store
             if rec.final and engine.finished.pop(job_id, None) is not None:
@@ -482,7 +494,7 @@ class EngineHost:
         return IterationOut(applied, rejected, transitions, commands, eccs, records, finished,
                             rows, overruns,
                             engine.now, engine.next_time(), caught_up,
-                            self._cluster_state(), time.perf_counter() - start)
+                            self._cluster_state(), time.perf_counter() - start, record)
 
     def _record(self, job_id: int) -> JobRecord | None:
         engine = self.engine
@@ -515,6 +527,52 @@ class EngineHost:
         first = self.results_base + lo
         return [(first + i, job_id, row) for i, (job_id, row) in
                 enumerate(zip(ids, pack_rows(arrays, lo, n), strict=True))]
+
+    def _add_record(self) -> list[tuple[str, int, bytes]]:
+        """The run record's rows added since the last iteration, numbered per table from
+        the first row ever, for the store (the recorder keeps a bounded tail)."""
+        rec = self.engine.recorder
+        if rec is None:
+            return []
+        out: list[tuple[str, int, bytes]] = []
+        for table, cols in RECORD_TABLES.items():
+            n, lo = len(getattr(rec, cols[0][1])), self._record_sent[table]
+            if n == lo:
+                continue
+            arrays = {name: np.asarray(getattr(rec, attr)[lo:n]) for name, attr, _ in cols}
+            first = self.record_base[table] + lo
+            out += [(table, first + i, row) for i, row in
+                    enumerate(pack_rows(arrays, 0, n - lo, RECORD_ROWS[table]))]
+            self._record_sent[table] = n
+        return out
+
+    def _drop_stored_record(self) -> None:
+        """Engine thread, between iterations: rows already in the store leave the
+        recorder (open segments and waits stay), so its memory stays bounded."""
+        rec = self.engine.recorder
+        if rec is None:
+            return
+        for table, cols in RECORD_TABLES.items():
+            if self._record_sent[table] >= self.record_in_memory:
+                self.record_base[table] += self._record_sent[table]
+                for _, attr, _ in cols:
+                    del getattr(rec, attr)[:self._record_sent[table]]
+                self._record_sent[table] = 0
+
+    async def run_record(self, table: str, chunk: int = 50_000
+                         ) -> AsyncIterator[dict[str, np.ndarray]]:
+        """Every row of one run-record table, oldest first: the store's, then the
+        recorder's (taken together in the engine thread, so none is missed or doubled)."""
+        base, live = await self.in_engine(
+            lambda: (self.record_base[table], record_tables(self.engine.recorder)[table]))
+        loop = asyncio.get_running_loop()
+        chunks = stored_record(self.journal, table, base, chunk)
+        while True:
+            part = await loop.run_in_executor(None, next, chunks, None)
+            if part is None:
+                break
+            yield part
+        yield live
 
     def _drop_stored_results(self) -> None:
         """Engine thread, between iterations: every row so far is in the results store
@@ -707,7 +765,7 @@ class EngineHost:
         out.commands = []
         if out.finished or out.results:  # normally stored already (then left as they are)
             self.journal.mark_now(Progress([], [], rec.engine_time, rec.clock, out.finished,
-                                           out.results))
+                                           out.results, out.record))
         if applied:
             self.last_applied_seq = applied[-1].seq
         self._absorb(out)

@@ -80,6 +80,8 @@ CREATE TABLE IF NOT EXISTS finished_counts (
 );
 CREATE TABLE IF NOT EXISTS results (n INTEGER PRIMARY KEY, job_id INTEGER NOT NULL,
                                     row BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS run_record (tbl TEXT NOT NULL, n INTEGER NOT NULL,
+                                       row BLOB NOT NULL, PRIMARY KEY (tbl, n));
 CREATE TABLE IF NOT EXISTS snapshot (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     last_seq INTEGER NOT NULL,
@@ -139,6 +141,7 @@ class Progress:
     clock: float
     finished: list[tuple[int, str, str, int, str, str]] = field(default_factory=list)
     results: list[tuple[int, int, bytes]] = field(default_factory=list)  # n, job id, row
+    record: list[tuple[str, int, bytes]] = field(default_factory=list)  # run record rows
 
 
 @dataclass
@@ -266,6 +269,8 @@ class Journal:
                            [(st, cls, n) for (st, cls), n in counts.items()])
             db.executemany("INSERT OR REPLACE INTO results (n, job_id, row) VALUES (?, ?, ?)",
                            progress.results)
+            db.executemany("INSERT OR REPLACE INTO run_record (tbl, n, row) VALUES (?, ?, ?)",
+                           progress.record)
             db.execute("INSERT INTO progress (id, engine_time, clock) VALUES (1, ?, ?) "
                        "ON CONFLICT (id) DO UPDATE SET engine_time = excluded.engine_time, "
                        "clock = excluded.clock", (progress.engine_time, progress.clock))
@@ -372,15 +377,24 @@ class Journal:
     def result_rows(self, below: int, chunk: int) -> Any:
         """Stored result rows with n < below, in order, `chunk` at a time (a fresh
         read-only connection: the caller may be any thread)."""
+        return self._stored_rows("SELECT row FROM results WHERE n < ? ORDER BY n", (below,),
+                                 chunk)
+
+    def record_rows(self, table: str, below: int, chunk: int) -> Any:
+        """Stored rows of one run-record table (segments, waits, levels) with n < below."""
+        return self._stored_rows("SELECT row FROM run_record WHERE tbl = ? AND n < ? "
+                                 "ORDER BY n", (table, below), chunk)
+
+    def _stored_rows(self, sql: str, params: tuple[Any, ...], chunk: int) -> Any:
         if not self.on_disk:
-            rows = self._reader().execute("SELECT row FROM results WHERE n < ? ORDER BY n",
-                                          (below,)).fetchall()
+            rows = self._reader().execute(sql, params).fetchall()
             for lo in range(0, len(rows), chunk):
                 yield [r[0] for r in rows[lo:lo + chunk]]
             return
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        # The caller pulls chunks from pool threads one after another (never at once).
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
         try:
-            cur = db.execute("SELECT row FROM results WHERE n < ? ORDER BY n", (below,))
+            cur = db.execute(sql, params)
             while True:
                 rows = cur.fetchmany(chunk)
                 if not rows:

@@ -37,7 +37,7 @@ from .budget import BudgetedPolicy
 from .clock import VirtualClock
 from .config import ConfigError, check_engine_limits
 from .eventlog import EventLog
-from .host import EngineHost, ReplayFailed
+from .host import RECORD_IN_MEMORY, EngineHost, ReplayFailed
 from .interceptor import SchedulerInterceptor, _principal
 from .journal import Journal, JournalError
 from .logs import configure_logging
@@ -74,17 +74,21 @@ class Settings:
     speedup: float
 
 
+def _env_count(name: str, default: int) -> int:
+    """A tuning variable of the environment (docs/daemon.md): a whole number 1..10^9."""
+    text = os.environ.get(name, "")
+    if not text:
+        return default
+    if not text.isdigit() or not 1 <= int(text) <= 10**9:
+        raise StartupError(f"{name} must be a whole number from 1 to 10^9, not {text!r}")
+    return int(text)
+
+
 def _snapshot_every() -> int:
-    """SCHEDD_SNAPSHOT_EVERY: stimuli applied between snapshots (docs/daemon.md)."""
+    """SCHEDD_SNAPSHOT_EVERY: stimuli applied between snapshots."""
     from .snapshot import SNAPSHOT_EVERY
 
-    text = os.environ.get("SCHEDD_SNAPSHOT_EVERY", "")
-    if not text:
-        return SNAPSHOT_EVERY
-    if not text.isdigit() or not 1 <= int(text) <= 10**9:
-        raise StartupError(f"SCHEDD_SNAPSHOT_EVERY must be a whole number from 1 to 10^9, "
-                           f"not {text!r}")
-    return int(text)
+    return _env_count("SCHEDD_SNAPSHOT_EVERY", SNAPSHOT_EVERY)
 
 
 def topic_name(cluster: Cluster, name: str | None) -> str:
@@ -177,6 +181,7 @@ class Daemon:
         self.service.known_ids = KnownIds(set(self.service.known_ids), self.journal)
         self.host.snapshot_extra = lambda: {"next_id": self.service.next_id}
         self.host.snapshot_every = _snapshot_every()
+        self.host.record_in_memory = _env_count("SCHEDD_RECORD_IN_MEMORY", RECORD_IN_MEMORY)
         self.host.on_stored = lambda job_id: self.service.known_ids.discard(job_id)
         if rec.empty:
             self.journal.write_meta(meta)

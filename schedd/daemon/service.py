@@ -26,7 +26,7 @@ from .. import limits
 from ..core.engine import Engine
 from ..core.job import JobClass, JobSpec
 from ..durations import is_duration_text, parse_duration
-from ..run_files import RECORD_TABLES, record_tables
+from ..run_files import RECORD_TABLES
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
@@ -639,10 +639,12 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                     f"table must be one of jobs, {', '.join(RECORD_TABLES)}; "
                                     f"got {table[:40]!r}")
-            engine = self.host.engine
-            arrays = await self.host.in_engine(lambda: record_tables(engine.recorder)[table])
-            for chunk in _chunks(arrays, "job" if "job" in arrays else "time", True):
-                yield chunk
+            key = "job" if table != "levels" else "time"
+            sent_first = False
+            async for arrays in self.host.run_record(table):  # the store's, then memory's
+                for chunk in _chunks(arrays, key, not sent_first):
+                    yield chunk
+                    sent_first = True
             return
         sent = 0
         async for arrays in self.host.results():  # the results store's, then the engine's

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.results import COLUMNS
+from ..run_files import RECORD_TABLES
 
 if TYPE_CHECKING:
     from .journal import Journal
@@ -17,25 +18,38 @@ ROW = np.dtype([(name, "<i8" if code == "q" else "<f8") for name, code in COLUMN
 REQUESTS_IN_MEMORY = 20_000
 
 
-def pack_rows(arrays: dict[str, np.ndarray], lo: int, hi: int) -> list[bytes]:
-    """Rows lo..hi of the result columns, one fixed-size record each."""
-    rows = np.empty(hi - lo, dtype=ROW)
-    for name in COLUMNS:
+def pack_rows(arrays: dict[str, np.ndarray], lo: int, hi: int,
+              dtype: np.dtype = ROW) -> list[bytes]:
+    """Rows lo..hi of the columns, one fixed-size record each."""
+    rows = np.empty(hi - lo, dtype=dtype)
+    for name in dtype.names or ():
         rows[name] = arrays[name][lo:hi]
     data = rows.tobytes()
-    size = ROW.itemsize
+    size = dtype.itemsize
     return [data[i * size:(i + 1) * size] for i in range(hi - lo)]
 
 
-def unpack_rows(blobs: list[bytes]) -> dict[str, np.ndarray]:
-    rows = np.frombuffer(b"".join(blobs), dtype=ROW)
-    return {name: rows[name].astype(np.int64 if COLUMNS[name] == "q" else np.float64)
-            for name in COLUMNS}
+def unpack_rows(blobs: list[bytes], dtype: np.dtype = ROW) -> dict[str, np.ndarray]:
+    rows = np.frombuffer(b"".join(blobs), dtype=dtype)
+    return {name: rows[name].astype(np.int64 if dtype[name].kind == "i" else np.float64)
+            for name in dtype.names or ()}
+
+
+# The run record's tables (segments.csv / timeseries.csv come from them), row by row.
+RECORD_ROWS = {table: np.dtype([(name, "<i8" if integer else "<f8")
+                                for name, _, integer in cols])
+               for table, cols in RECORD_TABLES.items()}
 
 
 def stored_chunks(journal: Journal, below: int, chunk: int) -> Iterator[dict[str, np.ndarray]]:
     for blobs in journal.result_rows(below, chunk):
         yield unpack_rows(blobs)
+
+
+def stored_record(journal: Journal, table: str, below: int, chunk: int
+                  ) -> Iterator[dict[str, np.ndarray]]:
+    for blobs in journal.record_rows(table, below, chunk):
+        yield unpack_rows(blobs, RECORD_ROWS[table])
 
 
 class KnownIds(set[int]):
