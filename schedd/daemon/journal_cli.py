@@ -35,7 +35,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                             "invariants; exit 1 when something is wrong")
     check.add_argument("file", metavar="FILE")
     check.add_argument("--quick", action="store_true",
-                       help="SQLite quick_check instead of the full integrity_check")
+                       help="SQLite quick_check of the journal proper (what the daemon "
+                       "checks at start), not the results store")
     export = jsub.add_parser("export", help="every table as JSON lines")
     export.add_argument("file", metavar="FILE")
     export.add_argument("-o", "--out", default="-", metavar="PATH",
@@ -65,9 +66,9 @@ def _check(path: str, quick: bool) -> int:
     acked = "" if report.acked is None else f", acknowledged up to {report.acked}"
     clock = ("no progress recorded" if report.engine_time is None else
              f"engine time {report.engine_time:g}, clock {report.clock:g}")
+    stored = "" if quick else f"{report.finished} finished jobs stored; "
     print(f"{path}: ok ({report.stimuli} stimuli, last sequence number "
-          f"{report.last_seq}{acked}; {len(report.rejected)} quarantined; "
-          f"{report.finished} finished jobs stored; {clock})")
+          f"{report.last_seq}{acked}; {len(report.rejected)} quarantined; {stored}{clock})")
     return 0
 
 
