@@ -29,12 +29,14 @@ Runs use --workers processes, longest first; each finished run is logged as it e
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import os
 import platform
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,9 @@ from schedd.traces.normalize import select  # noqa: E402
 TRACES = ("lublin_256.swf", "KTH-SP2-1996-2.swf", "theta_2023.swf")
 RUNS = {"easy": ("easy", []), "PLAN 1 (wait)": ("plan-sa", ["metric=wait"]),
         "PLAN 2 (wait2)": ("plan-sa", ["metric=wait2"]),
-        "PLAN 3 (util)": ("plan-sa", ["metric=util"])}
+        "PLAN 3 (util)": ("plan-sa", ["metric=util"]),
+        # not run unless --also names it: the queue policy closest to a plan's decoding
+        "conservative": ("conservative", [])}
 LOAD_RUNS = ("easy", "PLAN 2 (wait2)")
 LOADS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 WAIT_TARGET = 0.6  # PLAN 2 mean wait <= 0.6 x easy's (issue 18)
@@ -61,21 +65,73 @@ KEYS = ("jobs", "total_nodes", "mean_wait_s", "mean_response_s", "mean_bounded_s
         "utilization", "utilization_window", "makespan_s")
 
 
-def run_trace(path: str, label: str, max_jobs: int | None
+def run_trace(path: str, label: str, max_jobs: int | None, scale: float = 1.0
               ) -> tuple[str, str, dict[str, Any], dict[str, np.ndarray], float]:
     policy, opts = RUNS[label]
     trace = normalize(read_trace(path))
     if max_jobs is not None:
         trace = select(trace, limit=max_jobs)
+    if scale != 1.0:  # every inter-arrival x scale: the offered load / scale
+        submit = trace.columns["submit"]
+        t0 = float(submit.min())
+        trace = replace(trace, columns=dict(trace.columns, submit=t0 + (submit - t0) * scale))
     cluster = NodePool(trace.max_nodes)
     started = time.perf_counter()
     chosen = make_policy(policy, opts, cluster)
     result = simulate(trace, cluster, chosen)
     summary = {k: result.summary[k] for k in KEYS}
     summary["max_jobs"] = max_jobs
+    summary["arrival_scale"] = scale
+    summary["idle_fit"] = idle_while_a_job_fit(result.results, trace.max_nodes)
+    cols_t = trace.columns
+    span = float(cols_t["submit"].max() - cols_t["submit"].min())
+    summary["offered_load"] = (float((cols_t["nodes"] * np.minimum(
+        cols_t["runtime"], cols_t["walltime"])).sum()) / (trace.max_nodes * span)
+        if span > 0 else None)
     summary["policy_stats"] = chosen.stats() if hasattr(chosen, "stats") else {}
     cols = {k: result.results[k] for k in ("id", "wait", "alloc_nodes", "executed")}
     return path, label, summary, cols, time.perf_counter() - started
+
+
+def idle_while_a_job_fit(res: dict[str, np.ndarray], total: int) -> float | None:
+    """Share of the submission window's capacity that stood idle while a waiting job would
+    have fitted in the idle nodes: node-seconds free x duration, counted only while the
+    smallest waiting job needs no more than the free nodes (a policy that never holds back
+    a job that fits, as a greedy backfill tends to, keeps this near zero; a plan may not).
+    For runs without preemptions (each job waits once, then holds its nodes to its end)."""
+    sub, start, end = res["submit"], res["first_start"], res["end"]
+    nodes = res["alloc_nodes"]
+    lo, hi = float(sub.min()), float(sub.max())
+    if hi <= lo:
+        return None
+    ran = start >= 0
+    # (time, kind, job): kind 0 = end (frees), 1 = start (leaves the queue), 2 = submit.
+    rows = np.flatnonzero(ran)
+    events = sorted([(float(end[j]), 0, int(j)) for j in rows]
+                    + [(float(start[j]), 1, int(j)) for j in rows]
+                    + [(float(t), 2, j) for j, t in enumerate(sub)])
+    busy = 0
+    queued: list[tuple[int, int]] = []  # heap of (nodes, job); started ones removed lazily
+    gone: set[int] = set()
+    idle = 0.0
+    for k, (t, kind, j) in enumerate(events):
+        if kind == 0:
+            busy -= int(nodes[j])
+        elif kind == 1:
+            busy += int(nodes[j])
+            gone.add(j)
+        else:
+            heapq.heappush(queued, (int(nodes[j]), j))
+        nxt = events[k + 1][0] if k + 1 < len(events) else t
+        a, b = max(t, lo), min(nxt, hi)
+        if b <= a:
+            continue
+        while queued and queued[0][1] in gone:
+            heapq.heappop(queued)
+        free = total - busy
+        if queued and queued[0][0] <= free:
+            idle += free * (b - a)
+    return idle / (total * (hi - lo))
 
 
 def run_load(load: float, seed: int, jobs: int, label: str
@@ -105,8 +161,9 @@ def summary_table(name: str, runs: dict[str, tuple[dict, float]], prefix: int | 
     base = runs["easy"][0]
     head = ("run", "mean wait (s)", "vs easy", "mean response (s)", "vs easy",
             "bounded slowdown", "vs easy", "utilisation (makespan)",
-            "utilisation (window)", "makespan (d)", "searches", "improved passes",
-            "sim time (s)")
+            "utilisation (window)", "idle while a job fit (window)",
+            "idle, no waiting job fit (window)", "makespan (d)",
+            "searches", "improved passes", "sim time (s)")
     scope = (f"first {base['jobs']:,} jobs (a prefix, --max-jobs; not the whole trace)"
              if prefix is not None else f"whole trace, {base['jobs']:,} jobs")
     out = ["", f"**{name}** ({scope}, {base['total_nodes']:,} nodes)", "",
@@ -122,9 +179,14 @@ def summary_table(name: str, runs: dict[str, tuple[dict, float]], prefix: int | 
                  f"{s['mean_bounded_slowdown']:.2f}",
                  ratio(s["mean_bounded_slowdown"], base["mean_bounded_slowdown"]),
                  f"{s['utilization']:.4f}", f"{s['utilization_window']:.4f}",
+                 f"{s['idle_fit']:.4f}" if s.get("idle_fit") is not None else "-",
+                 # the rest of the window's idle capacity: 1 - utilisation - the above
+                 f"{1 - s['utilization_window'] - s['idle_fit']:.4f}"
+                 if s.get("idle_fit") is not None else "-",
                  f"{s['makespan_s'] / 86400:.1f}",
-                 f"{stats['searches']:,}" if stats else "-",
-                 f"{stats['improved_passes']:,}" if stats else "-", f"{seconds:.0f}"]
+                 f"{stats['searches']:,}" if "searches" in stats else "-",
+                 f"{stats['improved_passes']:,}" if "improved_passes" in stats else "-",
+                 f"{seconds:.0f}"]
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -180,6 +242,32 @@ def _dur(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds:.0f} s"
+
+
+def scaled_table(path: str, name: str, done: list, max_jobs: int | None) -> list[str]:
+    """easy vs PLAN 2 on one trace with its inter-arrival times scaled."""
+    runs: dict[float, dict[str, dict]] = {}
+    for p, label, s, _, _ in done:
+        if p == path and label in LOAD_RUNS:
+            runs.setdefault(float(s.get("arrival_scale", 1.0)), {})[label] = s
+    scope = f"first {max_jobs:,} jobs" if max_jobs is not None else "whole trace"
+    head = ("arrivals x", "offered load", "easy wait (s)", "PLAN 2 wait (s)", "PLAN 2 / easy",
+            "easy util (window)", "PLAN 2 util (window)", "difference (points)",
+            "easy util (makespan)", "PLAN 2 util (makespan)")
+    out = ["", f"**{name} ({scope}) with every inter-arrival time scaled: easy vs PLAN 2 "
+               "against load**", "", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for f in sorted(runs, reverse=True):
+        r = runs[f]
+        if len(r) < 2:
+            continue
+        e, p = r["easy"], r["PLAN 2 (wait2)"]
+        out.append("| " + " | ".join([
+            f"{f:g}", f"{e.get('offered_load') or 0:.3f}", f"{e['mean_wait_s']:,.0f}",
+            f"{p['mean_wait_s']:,.0f}", ratio(p["mean_wait_s"], e["mean_wait_s"]),
+            f"{e['utilization_window']:.4f}", f"{p['utilization_window']:.4f}",
+            f"{100 * (p['utilization_window'] - e['utilization_window']):+.2f}",
+            f"{e['utilization']:.4f}", f"{p['utilization']:.4f}"]) + " |")
+    return out
 
 
 def load_rows(done: list[tuple[float, int, str, dict, float]]) -> list[dict[str, float]]:
@@ -252,7 +340,9 @@ def load_figure(rows: list[dict[str, float]], path: str, jobs: int) -> None:
 def append_cache(path: str, kind: str, res: tuple) -> None:
     if kind == "trace":
         p, label, summary, cols, sec = res
-        key = json.dumps(["trace", p, label, summary.get("max_jobs")])
+        scale = summary.get("arrival_scale", 1.0)
+        key = json.dumps(["trace", p, label, summary.get("max_jobs")]
+                         + ([scale] if scale != 1.0 else []))
         row = {"key": key, "res": [p, label, summary,
                                    {k: v.tolist() for k, v in cols.items()}, sec]}
     else:
@@ -293,6 +383,12 @@ def main() -> int:
                     help="jobs per Lublin workload (default 2000)")
     ap.add_argument("--load-seeds", type=int, default=2, metavar="S",
                     help="Lublin seeds 1..S per load (default 2)")
+    ap.add_argument("--arrival-scales", type=float, nargs="+", default=[1.0, 0.8, 0.6],
+                    metavar="F", help="part scaled: the first --names trace (--max-jobs "
+                    "applies) with every inter-arrival x F, easy vs PLAN 2 (default 1 0.8 0.6)")
+    ap.add_argument("--also", nargs="+", default=[], choices=["conservative"],
+                    help="traces part: also run these (conservative backfilling reserves for "
+                    "every waiting job, as decoding a plan does)")
     ap.add_argument("--bins", type=int, default=6, help="logarithmic bins per axis (Fig. 6)")
     ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     ap.add_argument("--out", default=None, help="also write the tables here")
@@ -304,9 +400,9 @@ def main() -> int:
                     help="run nothing: print the tables of the runs in --cache")
     args = ap.parse_args()
     parts = args.parts or ["traces", "load"]
-    bad = [p for p in parts if p not in ("traces", "load")]
+    bad = [p for p in parts if p not in ("traces", "load", "scaled")]
     if bad:
-        ap.error(f"unknown part(s) {', '.join(bad)}; choose from traces, load")
+        ap.error(f"unknown part(s) {', '.join(bad)}; choose from traces, load, scaled")
     if args.max_jobs is not None and args.max_jobs < 1:
         ap.error("--max-jobs must be at least 1")
     started = time.perf_counter()
@@ -338,12 +434,21 @@ def main() -> int:
         todo += [("load", (load, seed, args.load_jobs, label))
                  for load in sorted(args.loads, reverse=True)
                  for seed in range(1, args.load_seeds + 1) for label in LOAD_RUNS[::-1]]
+    if "scaled" in parts:
+        todo += [("trace", (paths[0], label, args.max_jobs, f))
+                 for f in sorted(args.arrival_scales) for label in ("PLAN 2 (wait2)", "easy")
+                 if f != 1.0 or "traces" not in parts]
     if "traces" in parts:
+        todo += [("trace", (path, label, args.max_jobs)) for label in args.also
+                 for path in by_size]
         todo += [("trace", (path, label, args.max_jobs)) for label in ("PLAN 3 (util)",
                                                                         "PLAN 1 (wait)")
                  for path in by_size]
-    todo = [(kind, key) for kind, key in todo
-            if not have(kind, *(key if kind == "load" else (key[0], key[1], key[2])))]
+    def cache_key(kind: str, key: tuple) -> tuple:
+        """A trace run at arrival scale 1 is the plain run (the traces part's)."""
+        return key[:3] if kind == "trace" and len(key) == 4 and key[3] == 1.0 else key
+
+    todo = [(kind, key) for kind, key in todo if not have(kind, *cache_key(kind, key))]
     if args.tabulate_only:
         todo = []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
@@ -367,6 +472,11 @@ def main() -> int:
                 print(f"[{time.perf_counter() - started:6.0f} s] lublin load {lo} seed "
                       f"{sd} {lab}: wait {ls['mean_wait_s']:,.0f} s, window "
                       f"{ls['utilization_window']:.4f} ({lsec:.0f} s)", flush=True)
+    scaled_done = [d for d in trace_done if d[2].get("arrival_scale", 1.0) != 1.0]
+    plain = [d for d in trace_done if d[2].get("arrival_scale", 1.0) == 1.0]
+    if "scaled" in parts:
+        lines += scaled_table(paths[0], args.names[0], plain + scaled_done, args.max_jobs)
+    trace_done = plain if "traces" in parts else []
     if trace_done:
         targets = []
         for path, name in zip(paths, args.names, strict=True):
