@@ -18,6 +18,7 @@ COMPILED = [
     "schedd/core/exec_state.py",
     "schedd/core/recorder.py",
     "schedd/core/job.py",
+    "schedd/core/lifecycle.py",
     "schedd/core/results.py",
     "schedd/core/events.py",
     "schedd/core/view.py",

@@ -37,6 +37,7 @@ FAMILIES: dict[str, tuple[str, str, str | None, list[str]]] = {
     "fcfs": ("fcfs", "plain", None, []),
     "easy": ("easy", "plain", None, []),
     "conservative": ("conservative", "plain", None, []),
+    "conservative (depth=16)": ("conservative", "plain", None, ["depth=16"]),
     "ckpt-backfill": ("ckpt-backfill", "plain", None, []),
     "los (delayed-los)": ("delayed-los", "plain", None, []),
     "plan-sa": ("plan-sa", "plain", None, []),
@@ -162,7 +163,7 @@ def main() -> None:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
     for family in args.family or list(FAMILIES):
-        policy, kind, _, _ = FAMILIES[family]
+        policy, kind, _, opts = FAMILIES[family]
         for n in (p for p in PREFIXES if p <= args.jobs):
             r = child(family, paths[kind], n, args.cpu_limit)
             if "failed" in r:
@@ -172,7 +173,8 @@ def main() -> None:
                 break
             profile = ", ".join(f"{k}+: {v:g}" for k, v in r["pass_us"].items())
             slope = "-" if r["slope"] is None else f"{r['slope']:.2f}"
-            lines.append(f"| {family} | {policy} | {r['jobs']:,} | {r['wall']:.1f} | "
+            named = " ".join([policy, *opts])
+            lines.append(f"| {family} | {named} | {r['jobs']:,} | {r['wall']:.1f} | "
                          f"{r['sim_cpu']:.1f} | {r['jobs'] / r['sim_cpu']:,.0f} | "
                          f"{r['rss_mib']} | "
                          f"{r['passes']:,} | {r['max_queue']:,} | {profile} | {slope} |")

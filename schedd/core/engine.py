@@ -40,6 +40,8 @@ from .engine_state import (
     EV_REPAIR,
     EV_SUBMIT,
     EV_WAKE,
+    PREEMPTED,
+    QUEUED,
     RUNNING,
 )
 from .exec_state import EXEC_FIELDS, Command, Ecc, EngineOptions, Reservation, _Exec
@@ -208,9 +210,10 @@ class Engine(_Elastic):
     def _apply_start(self, d: Start) -> None:
         x = self._live(d.job_id)
         job = x.job
-        if not job.state.waiting:
-            raise DecisionError(f"job {job.id} cannot start: it is {job.state.value}")
-        if job.job_class is JobClass.DEDICATED and 0 <= self.now < job.requested_start:
+        state = job.state
+        if state is not QUEUED and state is not PREEMPTED:
+            raise DecisionError(f"job {job.id} cannot start: it is {state.value}")
+        if 0 <= self.now < job.requested_start and job.job_class is JobClass.DEDICATED:
             raise DecisionError(
                 f"dedicated job {job.id} may not start before {job.requested_start:g}"
             )

@@ -118,7 +118,7 @@ class _JobLifecycle(_EngineState):
         spec = x.spec
         started = job.first_start >= 0
         delay = 0.0
-        if started and job.job_class is JobClass.DEDICATED and job.requested_start >= 0:
+        if started and job.requested_start >= 0 and job.job_class is JobClass.DEDICATED:
             delay = max(0.0, job.first_start - job.requested_start)
         # Values in COLUMNS order (schedd/core/results.py).
         self.results.append((

@@ -6,7 +6,10 @@ can be reported with the job's story.
 
 from __future__ import annotations
 
+from .errors import IllegalTransition
 from .job import Job, JobState
+
+__all__ = ["TRANSITIONS", "IllegalTransition", "legal", "story", "transition"]
 
 Q, R, C, P = JobState.QUEUED, JobState.RUNNING, JobState.CHECKPOINTING, JobState.PREEMPTED
 DONE, KILLED, CANCELLED, FAILED = (
@@ -30,10 +33,6 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
 }
 
 HISTORY_LIMIT = 32  # keep a job's recent story bounded; long-lived jobs restart many times
-
-
-class IllegalTransition(RuntimeError):
-    pass
 
 
 def story(job: Job) -> str:
