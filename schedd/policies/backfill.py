@@ -109,17 +109,33 @@ def easy_pass(view: View, order: str = "first", generic: bool = False,
     if pool:
         _backfill_counts(now, candidates, state.free_nodes, shadow, extra, decisions)
         return decisions
+    # Allocation is a function of the state, and a start only takes resources: a size that
+    # did not fit will not fit in this pass, and until a start changes the states, a size
+    # whose job, running past the shadow time, would delay the head gets the same partition
+    # and the same answer for the next such job. Remembering both spares a long queue an
+    # allocate/release per job (issue 21).
+    unfit: set[int] = set()
+    delaying: set[int] = set()
+    free = state.free_nodes
     for job in candidates:
-        if state.free_nodes == 0:
+        if free == 0:
             break
-        if not state.fits(job.nodes):
+        nodes = job.nodes
+        late = now + job.walltime > shadow
+        if nodes in unfit or (late and nodes in delaying):
             continue
-        alloc = state.allocate(job.nodes)
+        if not state.fits(nodes):
+            unfit.add(nodes)
+            continue
+        alloc = state.allocate(nodes)
         assert alloc is not None
-        if now + job.walltime > shadow and retake(shadow_state, alloc) is None:
+        if late and retake(shadow_state, alloc) is None:
             state.release(alloc)  # would delay the head's reservation
+            delaying.add(nodes)
             continue
         decisions.append(_start(job, alloc))
+        delaying.clear()
+        free = state.free_nodes
     return decisions
 
 

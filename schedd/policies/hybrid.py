@@ -504,15 +504,24 @@ class Hybrid(Policy):
         for claim in self._pending_claims():
             if claim.held <= 0 or not candidates:
                 continue
-            for job in list(candidates):
-                if job.nodes <= claim.held and (now + view.setup_seconds(job.id) + job.walltime
-                                                <= claim.est_arrival):
+            est = claim.est_arrival
+            lent: set[int] = set()
+            for job in candidates:
+                # `now + walltime <= est` first: setup is never negative (the trace and RPC
+                # readers clamp it), so a job failing it fails the full test too, and most
+                # waiting jobs are hours long while the arrival is minutes away.
+                if (job.nodes <= claim.held and now + job.walltime <= est
+                        and now + view.setup_seconds(job.id) + job.walltime <= est):
                     self._start_loan(p, claim, job, job.nodes)
-                    candidates.remove(job)
-            for job in list(candidates):
-                if job.malleable and job.min_nodes <= claim.held:
+                    lent.add(job.id)
+            for job in candidates:
+                if claim.held <= 0:
+                    break  # min_nodes >= 1: no malleable job fits in nothing
+                if job.malleable and job.id not in lent and job.min_nodes <= claim.held:
                     self._start_loan(p, claim, job, min(job.nodes, claim.held))
-                    candidates.remove(job)
+                    lent.add(job.id)
+            if lent:
+                candidates = [j for j in candidates if j.id not in lent]
 
     def _start_loan(self, p: _Pass, claim: _Claim, job: Job, nodes: int) -> None:
         p.starts.append(Start(job.id, nodes=nodes if job.malleable else None))
