@@ -124,24 +124,13 @@ def _spec(
             nodes=est_nodes if est_nodes > 0 else nodes,
             walltime=est_runtime if est_runtime > 0 else walltime,
         )
-    return JobSpec(
-        id=job_id,
-        submit=submit,
-        runtime=runtime,
-        nodes=nodes,
-        walltime=walltime,
-        user=user,
-        project=group,
-        job_class=_CLASSES[job_class],
-        min_nodes=min_nodes,
-        checkpointable=checkpointable != 0,  # -1 (absent) means the default, yes
-        ckpt_gb_per_node=ckpt_gb,
-        setup=max(0.0, setup),
-        requested_start=req_start,
-        notice=notice,
-        queue=queue,
-        ckpt_interval=ckpt_interval,
-    )
+    # Positional, in JobSpec's field order (id, submit, runtime, nodes, walltime, user,
+    # project, job_class, min_nodes, checkpointable, ckpt_gb_per_node, setup,
+    # requested_start, notice, queue, ckpt_interval): a third cheaper than keywords, once
+    # per job of every simulation (issue 21). -1 checkpointable (absent) means yes.
+    return JobSpec(job_id, submit, runtime, nodes, walltime, user, group, _CLASSES[job_class],
+                   min_nodes, checkpointable != 0, ckpt_gb, max(0.0, setup), req_start, notice,
+                   queue, ckpt_interval)
 
 
 def header_procs_per_node(header: TraceHeader) -> int | None:
