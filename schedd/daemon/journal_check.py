@@ -22,7 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 
 REQUIRED = ("meta", "stimuli", "overruns", "progress")
-RESULTS_STORE = {"finished", "results", "requests"}  # looked up, not replayed: `check` only
+RESULTS_STORE = {"finished", "results", "run_record", "requests"}  # looked up: `check` only
 
 
 @dataclass

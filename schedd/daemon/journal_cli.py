@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from .journal_check import check_journal
 
 EXPORT_ORDER = ("meta", "progress", "overruns", "snapshot", "stimuli", "requests",
-                "rejected", "finished", "finished_counts", "results")
+                "rejected", "finished", "finished_counts", "results", "run_record")
 JSON_COLUMNS = {"stimuli": ("body", "response"), "rejected": ("body", "response"),
                 "requests": ("response",), "finished": ("record",)}
 
