@@ -146,6 +146,7 @@ def run_load(load: float, seed: int, jobs: int, label: str
     summary = {k: result.summary[k] for k in KEYS}
     summary["offered_load"] = work.load
     summary["requested_jobs"] = jobs
+    summary["idle_fit"] = idle_while_a_job_fit(result.results, trace.max_nodes)
     return load, seed, label, summary, time.perf_counter() - started
 
 
