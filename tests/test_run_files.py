@@ -72,17 +72,21 @@ def test_hand_worked_preemption_and_resize():
     ]
 
 
-def test_hand_worked_timeseries_under_easy():
-    # nodes:8, EASY. J1 (4 nodes, 100 s) starts at 0; J2 (6 nodes, walltime 50) waits
-    # with a reservation at 100; J3 (2 nodes, walltime 40, runs 30) arrives at 10 and is
-    # backfilled (ends 40 <= 100); J1 ends at 100 and J2 runs 100-150.
+def easy_example() -> Engine:
     cluster = NodePool(8)
     e = Engine(cluster, make_policy("easy", [], cluster), options=EngineOptions())
     e.recorder = RunRecorder()
     e.submit(JobSpec(1, 0, 100, 4, 100))
     e.submit(JobSpec(2, 0, 50, 6, 50))
     e.submit(JobSpec(3, 10, 30, 2, 40))
-    finish(e)
+    return finish(e)
+
+
+def test_hand_worked_timeseries_under_easy():
+    # nodes:8, EASY. J1 (4 nodes, 100 s) starts at 0; J2 (6 nodes, walltime 50) waits
+    # with a reservation at 100; J3 (2 nodes, walltime 40, runs 30) arrives at 10 and is
+    # backfilled (ends 40 <= 100); J1 ends at 100 and J2 runs 100-150.
+    e = easy_example()
     ts = timeseries_table(e.recorder)
     rows = list(zip(ts["time"].tolist(), ts["busy_nodes"].tolist(),
                     ts["queue_length"].tolist(), ts["queued_node_s"].tolist(),
@@ -143,16 +147,6 @@ def test_bgq_segments_name_partition_and_midplanes(tmp_path):
         block = cluster.blocks[cluster.block_index(r["partition"])]
         mids = [u for u in range(cluster.failure_units) if block.mask >> u & 1]
         assert r["allocated_resources"] == interval_set(mids)
-
-
-def easy_example() -> Engine:
-    cluster = NodePool(8)
-    e = Engine(cluster, make_policy("easy", [], cluster), options=EngineOptions())
-    e.recorder = RunRecorder()
-    e.submit(JobSpec(1, 0, 100, 4, 100))
-    e.submit(JobSpec(2, 0, 50, 6, 50))
-    e.submit(JobSpec(3, 10, 30, 2, 40))
-    return finish(e)
 
 
 def test_timeseries_step_resamples_the_state_in_force():

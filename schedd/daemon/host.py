@@ -22,7 +22,7 @@ import math
 import pickle
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -565,14 +565,8 @@ class EngineHost:
         recorder's (taken together in the engine thread, so none is missed or doubled)."""
         base, live = await self.in_engine(
             lambda: (self.record_base[table], record_tables(self.engine.recorder)[table]))
-        loop = asyncio.get_running_loop()
-        chunks = stored_record(self.journal, table, base, chunk)
-        while True:
-            part = await loop.run_in_executor(None, next, chunks, None)
-            if part is None:
-                break
+        async for part in _stored_then(stored_record(self.journal, table, base, chunk), live):
             yield part
-        yield live
 
     def _drop_stored_results(self) -> None:
         """Engine thread, between iterations: every row so far is in the results store
@@ -711,14 +705,8 @@ class EngineHost:
         engine's (taken together in the engine thread, so none is missed or doubled)."""
         base, live = await self.in_engine(
             lambda: (self.results_base, self.engine.results.arrays(copy=True)))
-        loop = asyncio.get_running_loop()
-        chunks = stored_chunks(self.journal, base, chunk)
-        while True:
-            part = await loop.run_in_executor(None, next, chunks, None)
-            if part is None:
-                break
+        async for part in _stored_then(stored_chunks(self.journal, base, chunk), live):
             yield part
-        yield live
 
     # ------------------------------------------------------------------ recovery
     def recover(self, rec: Recovered) -> int:
@@ -791,3 +779,15 @@ class EngineHost:
         log.error("journal entry quarantined: the engine rejects it", stimulus_id=seq,
                   error=error)
         self.journal.quarantine(seq, error)
+
+
+async def _stored_then(chunks: Iterator[dict[str, np.ndarray]], live: dict[str, np.ndarray]
+                       ) -> AsyncIterator[dict[str, np.ndarray]]:
+    """The stored chunks, read off the event loop one at a time, then the live rows."""
+    loop = asyncio.get_running_loop()
+    while True:
+        part = await loop.run_in_executor(None, next, chunks, None)
+        if part is None:
+            break
+        yield part
+    yield live
