@@ -18,7 +18,6 @@ import argparse
 import functools
 import json
 import os
-import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -242,8 +241,7 @@ def run_tasks(tasks: list[Task], workers: int, cache: str | None = None) -> list
     with tempfile.TemporaryDirectory(prefix="schedd-compare-") as tmp:
         where = cache or tmp
         rows = run_cells(cells, where, workers=workers if workers > 1 else 0,
-                         say=lambda text: print(text.replace("schedd sweep", "schedd compare"),
-                                                file=sys.stderr))
+                         prog="schedd compare", what="simulations")
         failed = [(t, r) for t, r in zip(tasks, rows, strict=True) if r.get("status") != "ok"]
         if failed:
             task, row = failed[0]

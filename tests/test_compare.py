@@ -146,9 +146,9 @@ def test_a_cached_comparison_reruns_nothing_and_extends_by_the_new_cells(
     runs = [parse_run(r) for r in ("easy", "wcjs ckpt=jit")]
     cache = str(tmp_path / "cache")
     first = compare(trace, "bgq:4", runs, [20.0], 2, workers=1, cache=cache)
-    assert "4 cells, 0 cached, 4 to run" in capsys.readouterr().err
+    assert "4 simulations, 0 cached, 4 to run" in capsys.readouterr().err
     again = compare(trace, "bgq:4", runs, [20.0], 2, workers=1, cache=cache)
-    assert "4 cells, 4 cached, 0 to run" in capsys.readouterr().err
+    assert "4 simulations, 4 cached, 0 to run" in capsys.readouterr().err
     assert json.dumps(again) == json.dumps(first)
     compare(trace, "bgq:4", runs, [20.0], 3, workers=1, cache=cache)
-    assert "6 cells, 4 cached, 2 to run" in capsys.readouterr().err
+    assert "6 simulations, 4 cached, 2 to run" in capsys.readouterr().err

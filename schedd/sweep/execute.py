@@ -6,48 +6,48 @@ process (no Dask), which the tests and small experiments use.
 
 from __future__ import annotations
 
+import io
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..progress import Progress
 from .cell_run import load_cached, run_cell
 from .cells import Cell
 
 
 def run_cells(cells: list[Cell], cache: str, *, workers: int = 2,
               scheduler: str | None = None, scatter: bool = False,
-              progress: bool = True, say: Callable[[str], None] | None = None,
+              progress: bool = True, prog: str = "schedd sweep", what: str = "cells",
               ) -> list[dict[str, Any]]:
-    """Rows in cell order (cached or freshly run)."""
-    say = say or (lambda text: print(text, file=sys.stderr))
+    """Rows in cell order (cached or freshly run). Says on stderr how many cells are
+    cached and how many run where, then their progress (schedd.progress: a bar on a
+    terminal, else a line every few seconds and one at the end)."""
     Path(cache).mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any] | None] = [load_cached(cache, c.key) for c in cells]
     todo = [i for i, r in enumerate(rows) if r is None]
     where = (f"Dask scheduler {scheduler}" if scheduler else
              "this process" if workers == 0 else f"a local Dask cluster of {workers} workers")
-    say(f"schedd sweep: {len(cells)} cells, {len(cells) - len(todo)} cached, {len(todo)} to "
-        f"run on {where}")
+    print(f"{prog}: {len(cells)} {what}, {len(cells) - len(todo)} cached, {len(todo)} to run "
+          f"on {where}", file=sys.stderr, flush=True)
     if todo:
-        if scheduler is None and workers == 0:
-            for i in _bar(todo, progress):
-                rows[i] = run_cell(cells[i], cache)
-        else:
-            _run_on_dask(cells, todo, rows, cache, workers, scheduler, scatter, progress)
+        bar = Progress(len(todo), what, prog=prog, out=sys.stderr if progress else io.StringIO())
+        try:
+            if scheduler is None and workers == 0:
+                for i in todo:
+                    rows[i] = run_cell(cells[i], cache)
+                    bar.step()
+            else:
+                _run_on_dask(cells, todo, rows, cache, workers, scheduler, scatter, bar)
+        finally:
+            bar.close()
     return [r for r in rows if r is not None]
-
-
-def _bar(items: list[int], progress: bool) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(items, desc="cells", unit="cell", disable=not progress, file=sys.stderr)
 
 
 def _run_on_dask(cells: list[Cell], todo: list[int], rows: list[dict[str, Any] | None],
                  cache: str, workers: int, scheduler: str | None, scatter: bool,
-                 progress: bool) -> None:
+                 bar: Progress) -> None:
     from dask.distributed import Client, LocalCluster, as_completed
-    from tqdm import tqdm
 
     cluster = None
     if scheduler is None:
@@ -66,16 +66,14 @@ def _run_on_dask(cells: list[Cell], todo: list[int], rows: list[dict[str, Any] |
             client.submit(run_cell, cells[i], cache, sources.get(cells[i].trace_sha),
                           key=f"cell-{cells[i].key}", pure=False): i
             for i in todo}
-        with tqdm(total=len(futures), desc="cells", unit="cell", disable=not progress,
-                  file=sys.stderr) as bar:
-            for future in as_completed(futures):
-                i = futures[future]
-                try:
-                    rows[i] = future.result()
-                except Exception as err:  # the worker itself died: still not fatal
-                    rows[i] = {"key": cells[i].key, **cells[i].inputs(), "status": "error",
-                               "error": f"{type(err).__name__}: {err}"}
-                bar.update()
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                rows[i] = future.result()
+            except Exception as err:  # the worker itself died: still not fatal
+                rows[i] = {"key": cells[i].key, **cells[i].inputs(), "status": "error",
+                           "error": f"{type(err).__name__}: {err}"}
+            bar.step()
     finally:
         client.close()
         if cluster is not None:
