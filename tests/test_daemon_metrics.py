@@ -296,7 +296,7 @@ def test_journal_write_errors_are_counted(tmp_path: Path) -> None:
     (the alert ScheddJournalWriteErrors reads it)."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=320k", "tmpfs", str(mnt)],
                       capture_output=True).returncode != 0:
         pytest.skip("needs permission to mount a small tmpfs (a full disk)")
     try:
