@@ -92,6 +92,9 @@ class _FreeNodes:
 
 
 def _ranges_text(ranges: list[tuple[int, int]]) -> str:
+    if len(ranges) == 1:  # the common case: one contiguous range
+        lo, hi = ranges[0]
+        return str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}"
     return " ".join(str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}" for lo, hi in sorted(ranges))
 
 
@@ -103,15 +106,17 @@ def pool_placement(start: np.ndarray, end: np.ndarray, nodes: np.ndarray,
     ending: list[tuple[float, int]] = []  # (end, segment index)
     held: dict[int, list[tuple[int, int]]] = {}
     text = [""] * len(start)
+    # Plain Python numbers: indexing NumPy arrays element by element is the slow part.
+    starts, ends, sizes = start.tolist(), end.tolist(), nodes.tolist()
     for i in order.tolist():
-        t = start[i]
+        t = starts[i]
         while ending and ending[0][0] <= t:
             _, k = heapq.heappop(ending)
             free.give(held.pop(k))
-        ranges = free.take(int(nodes[i]))
+        ranges = free.take(int(sizes[i]))
         held[i] = ranges
         text[i] = _ranges_text(ranges)
-        heapq.heappush(ending, (float(end[i]), i))
+        heapq.heappush(ending, (float(ends[i]), i))
     return text
 
 
