@@ -452,3 +452,25 @@ def test_commands_for_the_daemon_and_wake_ups():
     e.apply(Preempt(1, PreemptMode.JIT))
     kinds = [(c.kind, c.job_id, c.time, c.deadline) for c in e.outbox]
     assert kinds == [("start", 1, 0, -1), ("checkpoint", 1, 50, 66)]  # 16 s to write
+
+
+def test_forget_finished_ids_keeps_no_id_of_a_finished_job():
+    """The daemon's engine forgets finished ids (its service refuses reused ids against the
+    results store): nothing per finished job stays in the engine; a live id is still
+    refused twice."""
+    e = engine(8, forget_finished_ids=True)
+    e.submit(JobSpec(1, 0, 10, 2, 20))
+    e.submit(JobSpec(2, 0, 10, 2, 20))
+    at(e, 0)
+    e.apply(Start(1, nodes=2))
+    at(e, 10)
+    assert e._seen_ids == {2}  # job 1 finished and left no trace
+    with pytest.raises(DecisionError, match="submitted twice"):
+        e.submit(JobSpec(2, 10, 10, 2, 20))
+        at(e, 10)
+    kept = engine(8)
+    kept.submit(JobSpec(1, 0, 10, 2, 20))
+    at(kept, 0)
+    kept.apply(Start(1, nodes=2))
+    at(kept, 10)
+    assert kept._seen_ids == {1}  # by default (simulate) every id stays taken

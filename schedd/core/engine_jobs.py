@@ -115,6 +115,8 @@ class _JobLifecycle(_EngineState):
         self.notices.pop(job.id, None)
         if self.options.keep_finished:
             self.finished[job.id] = job
+        if self.options.forget_finished_ids:
+            self._seen_ids.discard(job.id)
         spec = x.spec
         started = job.first_start >= 0
         delay = 0.0

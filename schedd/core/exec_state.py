@@ -32,6 +32,9 @@ class EngineOptions:
     # silent job is killed and requeued from its last checkpoint (0 = wait forever).
     checkpoint_timeout_s: float = 0.0
     keep_finished: bool = False  # keep finished Job objects (the daemon answers GetJob)
+    # Forget a finished job's id (the daemon: its service refuses reused ids against the
+    # results store), so a months-long run keeps no per-job state in the engine.
+    forget_finished_ids: bool = False
     # A preempted job is requeued with the walltime it has left (its request less the work
     # it keeps), as the real-time authors' simulator does; off: it keeps its request.
     requeue_remaining: bool = False

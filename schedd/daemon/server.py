@@ -115,6 +115,7 @@ class Daemon:
         primary = make_policy(args.policy, args.opt, self.cluster)
         self.engine_options: EngineOptions = engine_options_from(
             args, primary, auto_checkpoint_done=not external, keep_finished=True,
+            forget_finished_ids=True,
             checkpoint_timeout_s=args.checkpoint_timeout if external else 0.0)
         fallback = make_policy(args.fallback, [], self.cluster)
         self.settings = Settings(args.cluster, args.policy, list(args.opt), args.seed,
