@@ -162,6 +162,8 @@ class Journal:
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[list[Stimulus], asyncio.Future[None]]] = []
         self._flushing = False
+        self._committing = 0  # appends in the group commit under way
+        self.commit_seconds = 0.0  # a moving average of one group commit (retry hints)
         self._on_commit_seconds = on_commit_seconds
         self._next_seq = 1
         self._acked_fd: int | None = None
@@ -249,8 +251,10 @@ class Journal:
             st.seq = first + i
         self._next_seq = first + len(stimuli)
         self._write_acked(self._next_seq - 1)
+        seconds = time.perf_counter() - start
+        self.commit_seconds += (seconds - self.commit_seconds) * 0.2
         if self._on_commit_seconds is not None:
-            self._on_commit_seconds(time.perf_counter() - start)
+            self._on_commit_seconds(seconds)
 
     def _write_progress(self, progress: Progress) -> None:
         def work(db: sqlite3.Connection) -> None:
@@ -422,11 +426,17 @@ class Journal:
             loop.create_task(self._flush())
         await done
 
+    @property
+    def waiting(self) -> int:
+        """Appends not yet committed: queued, or in the group commit under way."""
+        return len(self._pending) + self._committing
+
     async def _flush(self) -> None:
         loop = asyncio.get_running_loop()
         try:
             while self._pending:
                 batch, self._pending = self._pending, []
+                self._committing = len(batch)
                 try:
                     await loop.run_in_executor(self._executor, self._write,
                                                [st for group, _ in batch for st in group])
@@ -437,6 +447,7 @@ class Journal:
                              if err is None for st in group]
                 if committed and self.on_committed is not None:
                     self.on_committed(committed)  # hands them to the engine in seq order
+                self._committing = 0
                 for (_, done), err in zip(batch, outcomes, strict=True):
                     if done.done():
                         continue
@@ -447,6 +458,7 @@ class Journal:
                                            JournalError(f"journal write failed: {err}"))
         finally:
             self._flushing = False
+            self._committing = 0
 
     async def _write_alone(self, group: list[Stimulus]) -> Exception | None:
         try:

@@ -240,6 +240,9 @@ class DaemonMetrics:
                                             "writes that failed (disk full, I/O error): "
                                             "a request refused with UNAVAILABLE, or a "
                                             "progress mark retried.", registry=r)
+        self.busy_refusals = Counter(PREFIX + "busy_refusals", "Requests refused with "
+                                     "RESOURCE_EXHAUSTED because too many were waiting for "
+                                     "the journal (SCHEDD_MAX_WAITING).", registry=r)
         self.engine_failures = Counter(PREFIX + "engine_failures", "Exceptions that escaped "
                                        "an engine step or a policy pass; each one stops "
                                        "the daemon (exit status 3) for a restart.",

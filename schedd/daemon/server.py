@@ -42,7 +42,7 @@ from .interceptor import SchedulerInterceptor, _principal
 from .journal import Journal, JournalError
 from .logs import configure_logging
 from .metrics import DaemonMetrics
-from .service import Refused, SchedulerService
+from .service import MAX_WAITING, Refused, SchedulerService
 
 if TYPE_CHECKING:
     from .mqtt import Refusal
@@ -159,6 +159,9 @@ class Daemon:
             agents=args.agents,
             policy_spec=json.dumps({"policy": args.policy, "options": list(args.opt),
                                     "fallback": args.fallback, "budget": args.budget}))
+        # SCHEDD_MAX_WAITING: requests that may wait for the journal before the next is
+        # refused with RESOURCE_EXHAUSTED (docs/daemon.md, Back-pressure).
+        self.service.max_waiting = _env_count("SCHEDD_MAX_WAITING", MAX_WAITING)
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()
         self.port = 0

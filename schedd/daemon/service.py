@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import hashlib
+import math
 import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
@@ -59,12 +60,18 @@ RESULT_CHUNK = 8192
 PAGE_TOKEN = re.compile(r"[0-9]{1,20}", re.ASCII)  # str.isdigit() also takes "²"
 
 
-class Refused(Exception):
-    """A request we answer with a status other than OK."""
+MAX_WAITING = 1000  # requests waiting for the journal before RESOURCE_EXHAUSTED (_admit)
+MIN_RETRY_MS = 10  # the smallest retry hint a refused request gets
 
-    def __init__(self, code: grpc.StatusCode, message: str):
+
+class Refused(Exception):
+    """A request we answer with a status other than OK (and, when the daemon is only busy,
+    a hint of when to retry: trailing metadata `retry-after-ms`)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, retry_after_ms: int = 0):
         super().__init__(message)
         self.code = code
+        self.retry_after_ms = retry_after_ms
 
 
 def _invalid(message: str) -> NoReturn:
@@ -98,6 +105,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         # request_id -> (fingerprint, stimulus seq, response fields)
         self.requests: dict[str, tuple[str, int, dict[str, Any]]] = {}
         self._inflight: dict[str, asyncio.Future[None]] = {}
+        self.max_waiting = MAX_WAITING  # SCHEDD_MAX_WAITING (server.py)
 
     def restore_ids(self, stimuli: list[Stimulus]) -> None:
         """After recovery: ids in use, and the assigned-id cursor past the last id the
@@ -141,7 +149,22 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                           f"cannot {action} job {job_id}: it is already {rec.state}")
         return rec
 
+    def _admit(self) -> None:
+        """Back-pressure: with `max_waiting` requests already waiting for the journal, a
+        new one is refused at once (RESOURCE_EXHAUSTED, nothing journalled) with a retry
+        hint, rather than queued behind them with its latency growing."""
+        waiting = self.journal.waiting
+        if waiting < self.max_waiting:
+            return
+        self.host.metrics.busy_refusals.inc()
+        retry_ms = max(MIN_RETRY_MS, math.ceil(2000 * self.journal.commit_seconds))
+        raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                      f"the daemon is busy: {waiting} requests are waiting for the journal "
+                      f"(at most {self.max_waiting}); nothing was recorded, retry in "
+                      f"{retry_ms} ms", retry_after_ms=retry_ms)
+
     async def _commit(self, stimuli: list[Stimulus]) -> None:
+        self._admit()
         try:
             await self.journal.append(stimuli)
         except JournalError as err:
@@ -186,6 +209,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 raise EngineFailed()
             return await coro
         except Refused as err:
+            if err.retry_after_ms:
+                context.set_trailing_metadata((("retry-after-ms", str(err.retry_after_ms)),))
             await context.abort(err.code, str(err))
         except EngineFailed as err:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(err))
@@ -275,6 +300,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     async def SubmitJob(self, request: pb.SubmitJobRequest,
                         context: grpc.aio.ServicerContext) -> pb.SubmitJobResponse:
         async def build(fp: str = "") -> dict[str, Any]:
+            self._admit()  # before an id is claimed: a refusal uses none up
             spec = self._claim_id(self._spec(request))
             structlog.contextvars.bind_contextvars(job_id=spec.id)
             response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}

@@ -1,0 +1,97 @@
+"""Back-pressure: with more requests waiting for the journal than SCHEDD_MAX_WAITING, the
+daemon refuses new ones with RESOURCE_EXHAUSTED, a sentence and a `retry-after-ms` hint,
+and journals none of them; every acknowledged one is journalled (a real daemon on
+loopback with a tiny bound, a burst of concurrent submissions)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import grpc
+from daemon_proc import DaemonProc
+
+from schedd.v1 import scheduler_pb2 as pb
+from schedd.v1 import scheduler_pb2_grpc as pb_grpc
+
+BURST = 400
+
+
+async def burst(address: str, ids: list[int]) -> tuple[set[int], list[grpc.aio.AioRpcError]]:
+    """All `ids` submitted at once (explicit job ids); accepted ids and refusals."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = pb_grpc.SchedulerStub(channel)
+
+        async def one(i: int) -> int | grpc.aio.AioRpcError:
+            try:
+                r = await stub.SubmitJob(pb.SubmitJobRequest(
+                    job_id=i, nodes=1, walltime=100, request_id=f"r{i}"), timeout=60)
+            except grpc.aio.AioRpcError as err:
+                return err
+            assert r.job_id == i
+            return i
+
+        out = await asyncio.gather(*(one(i) for i in ids))
+    return ({x for x in out if isinstance(x, int)},
+            [x for x in out if not isinstance(x, int)])
+
+
+def listed(stub: pb_grpc.SchedulerStub) -> set[int]:
+    jobs = stub.ListJobs(pb.ListJobsRequest(page_size=1000), timeout=10).jobs
+    return {j.job_id for j in jobs}
+
+
+def journalled(db: Path) -> list[int]:
+    with sqlite3.connect(db) as con:
+        return [int(i) for (i,) in con.execute(
+            "SELECT json_extract(body, '$.id') FROM stimuli WHERE kind = 'submit' "
+            "ORDER BY seq")]
+
+
+def test_a_full_journal_queue_refuses_with_a_retry_hint_and_journals_nothing_refused(
+        tmp_path: Path) -> None:
+    db = tmp_path / "journal.sqlite"
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:16", "--state-db", str(db),
+                    env={"SCHEDD_MAX_WAITING": "2"}, metrics=True) as d:
+        accepted, refusals = asyncio.run(burst(d.address, list(range(1, BURST + 1))))
+        print(f"{len(accepted)} accepted, {len(refusals)} refused at once")
+        assert accepted and refusals, (len(accepted), len(refusals))
+        for err in refusals:
+            assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+            assert "waiting for the journal (at most 2); nothing was recorded, retry in" \
+                in err.details(), err.details()
+            hint = dict(err.trailing_metadata() or ())["retry-after-ms"]
+            assert int(hint) >= 10 and f"retry in {hint} ms" in err.details()
+        stub = d.stub()
+        assert listed(stub) == accepted  # nothing refused is known, all acknowledged are
+        metrics = urllib.request.urlopen(
+            f"http://127.0.0.1:{d.metrics_port}/metrics", timeout=10).read().decode()
+        assert f"schedd_busy_refusals_total {float(len(refusals))}" in metrics
+        # Retried after the hint, the refused ones go in (the first answer of a request id
+        # that was refused is not remembered: a retry is a fresh request).
+        left = sorted(set(range(1, BURST + 1)) - accepted)
+        for _ in range(50):
+            if not left:
+                break
+            ok, again = asyncio.run(burst(d.address, left))
+            accepted |= ok
+            left = sorted(set(left) - ok)
+        assert accepted == set(range(1, BURST + 1))
+        assert listed(stub) == accepted
+    order = journalled(db)
+    assert sorted(order) == list(range(1, BURST + 1))  # each exactly once
+
+
+def test_the_bound_must_be_a_whole_number(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "schedd", "serve", "--listen", "127.0.0.1:0",
+                        "--metrics-port", "0", "--state-db", str(tmp_path / "j.sqlite")],
+                       env={**os.environ, "SCHEDD_MAX_WAITING": "lots"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("schedd: error: SCHEDD_MAX_WAITING must be a whole number "
+                                "from 1 to 10^9, not 'lots'")
