@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .cluster import CheckpointModel
+from .pickling import by_fields
 
 PeriodicMode = Literal["none", "trace", "sys", "app", "daly"]
 CostModel = Literal["io", "hybrid", "fixed"]
@@ -85,3 +86,7 @@ class CheckpointPolicy:
             return app_interval(walltime, cost, self.app_overhead_pct)
         interval = daly_interval(cost, self.daly_mtbf)
         return interval if interval < walltime else None
+
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)

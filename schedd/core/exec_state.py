@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from .checkpoint import CheckpointPolicy
 from .cluster import Allocation, Cluster, ClusterState
 from .decisions import PreemptMode
 from .job import Job, JobSpec, Notice
+from .pickling import by_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,9 @@ class EngineOptions:
     # it keeps), as the real-time authors' simulator does; off: it keeps its request.
     requeue_remaining: bool = False
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Ecc:
@@ -46,6 +50,9 @@ class Ecc:
     time: float
     kind: str
     amount: float
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,9 @@ class Command:
     job_id: int
     time: float
     deadline: float = -1.0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)
 
 
 class Reservation:

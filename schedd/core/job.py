@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from .cluster import Allocation
+from .pickling import by_fields
 
 
 class JobClass(enum.Enum):
@@ -68,6 +70,9 @@ class Notice:
     nodes: int
     walltime: float
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)
+
 
 @dataclass(frozen=True, slots=True)
 class JobSpec:
@@ -101,6 +106,9 @@ class JobSpec:
     @property
     def malleable(self) -> bool:
         return self.job_class is JobClass.MALLEABLE and self.min_nodes > 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)
 
 
 @dataclass(slots=True, eq=False)
