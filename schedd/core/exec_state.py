@@ -74,6 +74,9 @@ class Reservation:
     def __init__(self, key: str, alloc: Allocation, sub: ClusterState, created: float):
         self.key, self.alloc, self.sub, self.created = key, alloc, sub, created
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Reservation, (self.key, self.alloc, self.sub, self.created))
+
     @property
     def nodes(self) -> int:
         return self.alloc.nodes
@@ -135,6 +138,18 @@ class _Exec:
         # Work taken off the visible walltime at requeues (EngineOptions.requeue_remaining):
         # job.walltime + wall_done is always the whole request.
         self.wall_done = 0.0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled by mypyc, pickle would call __init__ without the job and spec.
+        return (_exec_of, (self.job, self.spec, tuple(getattr(self, n) for n in EXEC_FIELDS)))
+
+
+def _exec_of(job: Job, spec: JobSpec, values: tuple[Any, ...]) -> _Exec:
+    """An execution record with the given field values (unpickling)."""
+    x = _Exec(job, spec)
+    for name, value in zip(EXEC_FIELDS, values, strict=True):
+        setattr(x, name, value)
+    return x
 
 
 class EngineReadout(Protocol):

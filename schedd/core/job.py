@@ -140,3 +140,6 @@ class Job:
     @property
     def malleable(self) -> bool:
         return self.job_class is JobClass.MALLEABLE and self.min_nodes > 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return by_fields(self)

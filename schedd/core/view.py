@@ -8,6 +8,7 @@ The actual runtime of a job is not reachable from here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .cluster import Cluster, ClusterState
 from .exec_state import EngineReadout, Reservation
@@ -22,6 +23,10 @@ class View:
         self._engine = engine
         self._withheld = withheld
         self._queue = queue
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled by mypyc, pickle would call __init__ without the engine (snapshots).
+        return (View, (self._engine, self._withheld, self._queue))
 
     def restricted(self, withheld: int, queue: Sequence[Job]) -> View:
         """The view a wrapped policy gets (node pools): `withheld` free nodes hidden from
