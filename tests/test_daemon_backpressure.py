@@ -95,3 +95,26 @@ def test_the_bound_must_be_a_whole_number(tmp_path: Path) -> None:
     assert r.returncode == 2
     assert r.stderr.strip() == ("schedd: error: SCHEDD_MAX_WAITING must be a whole number "
                                 "from 1 to 10^9, not 'lots'")
+
+
+def test_known_ids_skip_the_store_above_its_largest_id_and_follow_moves(
+        tmp_path: Path) -> None:
+    """KnownIds asks the results store only for ids at or below the largest stored one;
+    a job that moves to the store later (discard, as on_stored does) is still found."""
+    from schedd.daemon.journal import Journal, Progress
+    from schedd.daemon.stored import KnownIds
+
+    def finished(job_id: int) -> tuple[int, str, str, int, str, str]:
+        return (job_id, "completed", "B", 0, "", "{}")
+
+    journal = Journal(str(tmp_path / "j.sqlite"))
+    try:
+        journal.mark_now(Progress([], [], 0.0, 0.0, [finished(7)]))
+        ids = KnownIds({3}, journal)
+        assert 3 in ids and 7 in ids and 8 not in ids and 5 not in ids
+        ids.add(12)
+        journal.mark_now(Progress([], [], 1.0, 1.0, [finished(12)]))
+        ids.discard(12)  # moved to the store
+        assert 12 in ids and 11 not in ids and 13 not in ids
+    finally:
+        journal.close()

@@ -497,6 +497,11 @@ class Journal:
         total = db.execute(f"SELECT COUNT(*) FROM finished WHERE {where}", params).fetchone()
         return [str(r[0]) for r in rows], int(total[0])
 
+    def max_finished_id(self) -> int:
+        """The largest job id in the results store (0 when empty)."""
+        row = self._reader().execute("SELECT MAX(job_id) FROM finished").fetchone()
+        return int(row[0] or 0) if row is not None else 0
+
     def finished_count(self) -> dict[tuple[str, str], int]:
         return {(s, c): int(n) for s, c, n in self._reader().execute(
             "SELECT state, job_class, n FROM finished_counts")}

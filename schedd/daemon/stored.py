@@ -58,11 +58,20 @@ class KnownIds(set[int]):
     def __init__(self, ids: set[int], journal: Journal):
         super().__init__(ids)
         self._journal = journal
+        # No stored job has a larger id: the assigned-id cursor, above it, asks no query.
+        self._stored_max = journal.max_finished_id()
 
     def __contains__(self, job_id: object) -> bool:
         if super().__contains__(job_id):
             return True
-        return isinstance(job_id, int) and self._journal.finished_record(job_id) is not None
+        return (isinstance(job_id, int) and job_id <= self._stored_max
+                and self._journal.finished_record(job_id) is not None)
+
+    def discard(self, job_id: object) -> None:
+        """A job leaves memory: moved to the results store (or its submission failed)."""
+        if isinstance(job_id, int):
+            self._stored_max = max(self._stored_max, job_id)
+        super().discard(job_id)  # type: ignore[arg-type]
 
 
 class RequestMemo(dict[str, tuple[str, int, dict[str, Any]]]):
