@@ -137,3 +137,26 @@ def test_request_context_is_bound_in_every_log_line() -> None:
     assert accepted, d.log()
     assert accepted[0]["rpc"] == "SubmitJob" and accepted[0]["job_id"] == 7
     assert accepted[0]["stimulus_id"] == 1 and accepted[0]["user"] == "operator"
+
+
+def test_logging_follows_stderr_when_it_is_swapped(capsys):
+    """configure_logging without a stream writes to sys.stderr as it is at each line: a
+    stream swapped out (and closed) by a caller earlier does not break later log lines
+    (the MQTT bus task died on 'I/O operation on closed file' after a test's capture)."""
+    import io
+    import sys
+
+    import structlog
+
+    from schedd.daemon.logs import configure_logging
+
+    first = io.StringIO()
+    saved = sys.stderr
+    sys.stderr = first
+    try:
+        configure_logging("json")
+    finally:
+        sys.stderr = saved
+    first.close()
+    structlog.get_logger().info("after the swap", n=1)
+    assert '"event": "after the swap"' in capsys.readouterr().err

@@ -16,8 +16,22 @@ LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNI
           "error": logging.ERROR}
 
 
+class _CurrentStderr:
+    """Whatever sys.stderr is at each write: a caller that swaps it (a test harness that
+    captures and later closes it) must not leave every later log line failing."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure_logging(fmt: str = "auto", level: str = "info", stream: Any = None) -> None:
-    stream = stream or sys.stderr
+    stream = stream if stream is not None else _CurrentStderr()
     console = fmt == "console" or (fmt == "auto" and stream.isatty())
     renderer: Any = (structlog.dev.ConsoleRenderer() if console
                      else structlog.processors.JSONRenderer(sort_keys=True))
