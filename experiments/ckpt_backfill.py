@@ -3,7 +3,8 @@ share of jobs checkpointed and waste over p and the threshold (the checkpoint pa
 §4-§5), each beside the ceiling (EASY with actual runtimes as estimates).
 
     .venv/bin/python experiments/ckpt_backfill.py [--traces DIR] [--out FILE]
-        [--figure PNG] [--json FILE] [--workers 2] [--jobs N] [--slices 4]
+        [--figure PNG] [--json FILE] [--workers 2] [--scheduler ADDR] [--cache DIR]
+        [--jobs N] [--slices 4]
 
 For each trace on its own `nodes:MaxNodes`: `easy` with the users' estimates (the
 baseline); `easy` on the trace rewritten at alpha = 0 (the paper's "classical, actual": the
@@ -13,17 +14,16 @@ checkpoint overhead (T_delay = 215 s per write and per restart read, T_extend = 
 the documented defaults under the paper's Fig. 7 overheads; and the defaults on
 consecutive slices of each trace (how much the figures move with the period). Writes
 Markdown tables (--out) and a figure (--figure): wait vs share checkpointed, and wait vs
-waste.
+waste. The runs go through `schedd.sweep.tasks` (docs/sweep.md): a local Dask cluster of
+--workers processes or --scheduler, and with --cache DIR a rerun simulates nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +34,7 @@ from schedd.core.cluster import NodePool  # noqa: E402
 from schedd.core.engine import EngineOptions  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 from schedd.sim import simulate  # noqa: E402
+from schedd.sweep.tasks import add_task_arguments, run_tasks  # noqa: E402
 from schedd.traces import normalize, read_trace  # noqa: E402
 from schedd.traces.normalize import NormalizedTrace  # noqa: E402
 from schedd.traces.workload import with_estimate_accuracy  # noqa: E402
@@ -239,7 +240,7 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="write the Markdown tables here")
     ap.add_argument("--figure", default=None, help="write the PNG figure here")
     ap.add_argument("--json", default=None, help="write every run's figures here")
-    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    add_task_arguments(ap)
     ap.add_argument("--jobs", type=int, default=None,
                     help="only the first N jobs of each trace (a labelled prefix)")
     ap.add_argument("--slices", type=int, default=4,
@@ -251,8 +252,9 @@ def main() -> int:
     tasks = [t for name in TRACES for t in tasks_for(args.traces, name, prefix)]
     cut = [t for name in TRACES for t in slice_tasks(args.traces, name, args.slices)
            ] if args.slices > 0 else []
-    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        rows = list(pool.map(run, tasks + cut))
+    rows = run_tasks(run, [(t,) for t in tasks + cut], cache=args.cache,
+                     workers=args.workers, scheduler=args.scheduler, prog="ckpt_backfill",
+                     what="runs", depends_on=[Path(args.traces) / n for n in TRACES])
     rows, sliced = rows[:len(tasks)], rows[len(tasks):]
     label = f", first {args.jobs:,} jobs" if args.jobs else ""
     lines = tables(rows, label) + (slice_table(sliced) if sliced else [])

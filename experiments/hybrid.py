@@ -3,6 +3,7 @@
 
     .venv/bin/python experiments/hybrid.py [PART ...] [--seeds N] [--fail-seeds N]
                                            [--trace SWF] [--workers W] [--markdown FILE]
+                                           [--scheduler ADDR] [--cache DIR]
 
 PART is any of `main`, `failures`, `overhead`, `saturated` (default: all, in that order):
 
@@ -52,7 +53,11 @@ its mean utilisation no more than 2 points below easy's.
 One simulation takes 0.35 s (easy) to about 2 s (CUP) on a quiet core of this machine. The
 default run (10 seeds, as the paper's ten traces; 350 + 42 + 60 = 452 simulations) took
 15 minutes on 2 processes with other work on the machine (load average about 3), about 10
-on a quiet one; `--seeds 1 --fail-seeds 1` (55 simulations) about 1.5 minutes.
+on a quiet one; `--seeds 1 --fail-seeds 1` (55 simulations) about 1.5 minutes. The
+workloads run through `schedd.sweep.tasks` (docs/sweep.md): a local Dask cluster of
+--workers processes (0: in this process) or an existing one (--scheduler); with --cache
+DIR each workload's results are kept, so a rerun or an added part simulates only what is
+missing.
 """
 
 from __future__ import annotations
@@ -62,7 +67,6 @@ import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -80,6 +84,7 @@ from schedd.core.results import CLASS_CODES  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 from schedd.run_files import timeseries_table  # noqa: E402
 from schedd.sim import simulate  # noqa: E402
+from schedd.sweep.tasks import TaskRunner, add_task_arguments  # noqa: E402
 from schedd.traces import normalize, read_trace  # noqa: E402
 from schedd.traces.hybrid import MIXES, HybridParams, make_hybrid  # noqa: E402
 
@@ -160,9 +165,9 @@ def _workload(trace_path: str, mix: str, seed: int, scale: float = 1.0):
 
 
 def run_task(trace_path: str, mix: str, seed: int, runs: tuple[Run, ...], scale: float = 1.0
-             ) -> tuple[str, int, tuple[Run, ...], dict[str, Any], dict[str, dict]]:
-    """Every run on the workload (mix, seed[, arrival scale]), generated once; metrics by
-    label."""
+             ) -> tuple[dict[str, Any], dict[str, dict]]:
+    """Every run on the workload (mix, seed[, arrival scale]), generated once: the
+    workload's figures and each run's metrics by label (plain data, as tasks return)."""
     trace, wstats = _workload(trace_path, mix, seed, scale)
     submit = trace.columns["submit"]
     span = float(submit.max() - submit.min())
@@ -185,7 +190,7 @@ def run_task(trace_path: str, mix: str, seed: int, runs: tuple[Run, ...], scale:
         stats = getattr(policy, "stats", None)
         m["counters"] = dict(stats()) if stats is not None else {}
         out[run.label] = m
-    return mix, seed, runs, wstats, out
+    return wstats, out
 
 
 class Watch:
@@ -621,7 +626,7 @@ def main() -> int:
     ap.add_argument("--fail-seeds", type=int, default=3,
                     help="workload seeds 1..N for failures (default 3)")
     ap.add_argument("--trace", default=str(TRACE), help="SWF trace (default: theta_2023.swf)")
-    ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    add_task_arguments(ap)
     ap.add_argument("--daly-mtbf", type=float, default=DALY_MTBF_H, metavar="HOURS",
                     help=f"MTBF Daly's interval assumes without failures (default "
                     f"{DALY_MTBF_H:g})")
@@ -635,8 +640,8 @@ def main() -> int:
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         ap.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
-    if args.seeds < 1 or args.fail_seeds < 1 or args.workers < 1:
-        ap.error("--seeds, --fail-seeds and --workers must be at least 1")
+    if args.seeds < 1 or args.fail_seeds < 1 or args.workers < 0:
+        ap.error("--seeds and --fail-seeds must be at least 1, --workers at least 0")
     if not args.daly_mtbf > 0:
         ap.error("--daly-mtbf must be a positive number of hours")
     daly = args.daly_mtbf
@@ -684,7 +689,7 @@ def main() -> int:
         "# Hybrid workload scheduling on Theta (hybrid paper §V)",
         f"machine: {platform.machine()}, {platform.system()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, NumPy {np.__version__}; "
-        f"{args.workers} worker processes",
+        f"simulations on {TaskRunner(workers=args.workers, scheduler=args.scheduler).where()}",
         "command: `" + " ".join([Path(sys.executable).name]
                                 + [Path(sys.argv[0]).as_posix()] + sys.argv[1:]) + "`",
         f"Trace {Path(args.trace).name} on a node pool of its MaxNodes; job model `--ckpt "
@@ -717,50 +722,44 @@ def main() -> int:
     results: dict[Key, dict[str, dict]] = {}
     wstats: dict[int, dict] = {}
     sim_seconds = 0.0
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        futures = {key: pool.submit(run_task, args.trace, key[0], key[1], runs)
-                   for key, runs in tasks.items()}
-        util_futures = {key: pool.submit(run_task, args.trace, "W5", key[0], util_runs, key[1])
-                        for key in util_keys}
+    keys = list(tasks)
+    argsets = [(args.trace, key[0], key[1], runs) for key, runs in tasks.items()]
+    argsets += [(args.trace, "W5", seed, util_runs, scale) for seed, scale in util_keys]
+    with TaskRunner(cache=args.cache, workers=args.workers, scheduler=args.scheduler,
+                    prog="hybrid") as runner:
+        outputs = runner.map(run_task, argsets, what="workloads", depends_on=[args.trace])
+    for key, (ws, out) in zip(keys, outputs, strict=False):
+        results[key] = out
+        wstats.setdefault(key[1], ws)
+        sim_seconds += sum(m["seconds"] for m in out.values())
 
-        def get(key: Key) -> dict[str, dict]:
-            nonlocal sim_seconds
-            if key not in results:
-                _, seed, _, ws, out = futures[key].result()
-                results[key] = out
-                wstats.setdefault(seed, ws)
-                sim_seconds += sum(m["seconds"] for m in out.values())
-            return results[key]
-
-        if "main" in parts:
-            data = {mix: [get((mix, s, 0.0, daly)) for s in seeds] for mix in MIXES}
-            main_part(data, wstats, seeds, blocks)
-            flush()
-        if "failures" in parts:
-            fdata = {mtbf: [get(("W5", s, mtbf, mtbf)) for s in fail_seeds]
-                     for mtbf in MTBFS_H}
-            failures_part(fdata, fail_seeds, blocks)
-            flush()
-        if "overhead" in parts:
-            overhead_part([get(("W5", s, 0.0, daly)) for s in seeds], seeds, blocks)
-            flush()
-        if "saturated" in parts:
-            saturated_part([get(("W5", s, 0.0, SATURATED_DALY_H)) for s in fail_seeds],
-                           fail_seeds, blocks)
-            flush()
-        if "utilisation" in parts:
-            util: dict[float, list[dict[str, dict]]] = {}
-            for (_, scale), fut in util_futures.items():
-                _, _, _, ws, out = fut.result()
-                sim_seconds += sum(m["seconds"] for m in out.values())
-                out["easy"]["offered"] = ws["offered_load"]
-                util.setdefault(scale, []).append(out)
-            utilisation_part(util, fail_seeds, blocks)
-            flush()
-        for key in futures:
-            get(key)
+    if "main" in parts:
+        data = {mix: [results[(mix, s, 0.0, daly)] for s in seeds] for mix in MIXES}
+        main_part(data, wstats, seeds, blocks)
+        flush()
+    if "failures" in parts:
+        fdata = {mtbf: [results[("W5", s, mtbf, mtbf)] for s in fail_seeds]
+                 for mtbf in MTBFS_H}
+        failures_part(fdata, fail_seeds, blocks)
+        flush()
+    if "overhead" in parts:
+        overhead_part([results[("W5", s, 0.0, daly)] for s in seeds], seeds, blocks)
+        flush()
+    if "saturated" in parts:
+        saturated_part([results[("W5", s, 0.0, SATURATED_DALY_H)] for s in fail_seeds],
+                       fail_seeds, blocks)
+        flush()
+    if "utilisation" in parts:
+        util: dict[float, list[dict[str, dict]]] = {}
+        for (_, scale), (ws, out) in zip(util_keys, outputs[len(keys):], strict=True):
+            sim_seconds += sum(m["seconds"] for m in out.values())
+            out["easy"]["offered"] = ws["offered_load"]
+            util.setdefault(scale, []).append(out)
+        utilisation_part(util, fail_seeds, blocks)
+        flush()
     blocks.append(f"({total_runs} simulations, {sim_seconds:.0f} s of simulation; wall time "
-                  f"{time.perf_counter() - started:.0f} s with {args.workers} processes)")
+                  f"{time.perf_counter() - started:.0f} s, {runner.ran} of {len(argsets)} "
+                  "workloads simulated now, the others read from --cache)")
     flush()
     if args.markdown:
         Path(args.markdown).write_text("\n".join(render(blocks, markdown=True)).lstrip("\n")

@@ -3,6 +3,7 @@ paper's §V: Figs. 5-7, 9 and 11, Tables IV-VII).
 
     .venv/bin/python experiments/los.py [PART ...] [--seeds N] [--jobs J] [--quick]
                                         [--cs02 C] [--cs05 C] [--workers W] [--out FILE]
+                                        [--scheduler ADDR] [--cache DIR]
 
 PART is any of `table4`, `sizes`, `cs`, `batch`, `hetero`, `elastic`, `lead` (default: all, in that
 order):
@@ -49,7 +50,10 @@ C_s is chosen on the same seeds it is then evaluated on (as the paper does), whi
 Delayed-LOS / Hybrid-LOS slightly (section 0 reports the default C_s = 7 beside the tuned
 one). The full default run (10 seeds, C_s = 1..20, about 2,800 simulations of 0.01-0.1 s
 each) takes 7-8 min on 2 busy processes, --quick (2 seeds, 6 C_s values, 3 loads) a few
-seconds; so no C_s subset is needed.
+seconds; so no C_s subset is needed. The simulations run through `schedd.sweep.tasks`
+(docs/sweep.md): a local Dask cluster of --workers processes (0: in this process) or an
+existing one (--scheduler), and with --cache DIR every (workload, runs) result is kept, so
+a rerun, or a part run after another, simulates only what is missing.
 """
 
 from __future__ import annotations
@@ -60,7 +64,6 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +77,7 @@ from schedd.core.engine import EngineOptions  # noqa: E402
 from schedd.core.results import STATE_CODES  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 from schedd.sim import max_job_nodes, simulate  # noqa: E402
+from schedd.sweep.tasks import TaskRunner, add_task_arguments  # noqa: E402
 from schedd.traces import normalize  # noqa: E402
 from schedd.traces.lublin import (  # noqa: E402
     PAPER_P_EXTEND,
@@ -126,8 +130,7 @@ def policy_opts(policy: str, cs: int | None) -> list[str]:
     return opts
 
 
-def run_point(point: Point, seed: int, jobs: int, runs: Runs
-              ) -> tuple[Point, int, dict[str, dict]]:
+def run_point(point: Point, seed: int, jobs: int, runs: Runs) -> dict[str, dict]:
     """Every run (label, policy, C_s) on the workload of (point, seed); metrics by label."""
     workload = generate(point.params(jobs), seed)
     cluster = parse_cluster(CLUSTER)
@@ -160,27 +163,25 @@ def run_point(point: Point, seed: int, jobs: int, runs: Runs
             "not_completed": int((res["final_state"] != STATE_CODES.index("completed")).sum()),
             "load": float(workload.load), "nbar": float(res["nodes"].mean()),
         }
-    return point, seed, out
+    return out
 
 
 class Runner:
-    """Submits (point, seed) tasks to a process pool and returns results keyed by
-    (point, seed): the numbers do not depend on the order the tasks finish in."""
+    """Sends (point, seed) tasks to a task runner and returns results keyed by (point,
+    seed): the numbers do not depend on the order the tasks finish in."""
 
-    def __init__(self, pool: ProcessPoolExecutor, seeds: int, jobs: int):
-        self.pool, self.seeds, self.jobs = pool, seeds, jobs
+    def __init__(self, tasks: TaskRunner, seeds: int, jobs: int):
+        self.tasks, self.seeds, self.jobs = tasks, seeds, jobs
         self.simulations = 0
 
     def run(self, points: list[Point], runs: Runs | Callable[[int], Runs]
             ) -> dict[Point, list[dict[str, dict]]]:
         """Every run on every (point, seed); `runs` may depend on the seed (a callable)."""
         by_seed = [runs(s) if callable(runs) else runs for s in range(self.seeds)]
-        futures = [self.pool.submit(run_point, p, s, self.jobs, by_seed[s])
-                   for p in points for s in range(self.seeds)]
-        got = {}
-        for f in futures:
-            point, seed, out = f.result()
-            got[(point, seed)] = out
+        keys = [(p, s) for p in points for s in range(self.seeds)]
+        outs = self.tasks.map(run_point, [(p, s, self.jobs, by_seed[s]) for p, s in keys],
+                              what="workloads")
+        got = dict(zip(keys, outs, strict=True))
         self.simulations += len(points) * sum(len(r) for r in by_seed)
         return {p: [got[(p, s)] for s in range(self.seeds)] for p in points}
 
@@ -543,7 +544,7 @@ def main() -> int:
                     help="C_s for P_S = 0.2 (batch, hetero); default: from a C_s sweep")
     ap.add_argument("--cs05", type=int, default=None,
                     help="C_s for P_S = 0.5 (elastic); default: from a C_s sweep")
-    ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    add_task_arguments(ap)
     ap.add_argument("--out", default=None,
                     help="also write the Markdown here (below the marker line if the file has "
                     "one, keeping the text above it)")
@@ -562,7 +563,8 @@ def main() -> int:
     lines = ["# Delayed-LOS / Hybrid-LOS experiments (LOS paper §V)", "",
              f"machine: {platform.machine()}, {platform.system()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, NumPy {np.__version__}; "
-             f"{args.workers} worker processes", "",
+             f"simulations on {TaskRunner(workers=args.workers, scheduler=args.scheduler).where()}",
+             "",
              "command: `" + " ".join([Path(sys.executable).name] + sys.argv) + "`", "",
              f"{args.jobs} jobs per workload, seeds 0..{seeds - 1}, cluster {CLUSTER}, "
              f"LOS unit {UNIT}, lookahead 50."]
@@ -575,8 +577,9 @@ def main() -> int:
         shown = len(lines)
 
     cs: dict[float, int | None] = {0.2: args.cs02, 0.5: args.cs05}
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        runner = Runner(pool, seeds, args.jobs)
+    with TaskRunner(cache=args.cache, workers=args.workers, scheduler=args.scheduler,
+                    prog="los") as tasks:
+        runner = Runner(tasks, seeds, args.jobs)
         if "table4" in parts:
             lines += ["", "## 0. Table IV: the paper's statistic and the mean with its interval"]
             paper_statistic(runner, cs_values, loads, lines)
@@ -614,7 +617,8 @@ def main() -> int:
             lead_sweep(runner, cs[0.2], lines)
             flush()
     lines += ["", f"({runner.simulations:,} simulations, wall time "
-                  f"{time.perf_counter() - started:.0f} s with {args.workers} processes)"]
+                  f"{time.perf_counter() - started:.0f} s, {tasks.ran:,} workloads simulated "
+                  f"now, the rest from the cache)"]
     flush()
     if args.out:
         write_output(Path(args.out), lines)

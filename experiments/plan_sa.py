@@ -3,7 +3,8 @@
 
     .venv/bin/python experiments/plan_sa.py [PART ...] [--traces DIR] [--names N ...]
         [--max-jobs J] [--loads L ...] [--load-jobs J] [--load-seeds S] [--bins B]
-        [--workers W] [--out FILE] [--png FILE]
+        [--workers W] [--scheduler ADDR] [--cache DIR] [--tabulate-only]
+        [--out FILE] [--png FILE]
 
 PART is `traces` and/or `load` (default both):
 
@@ -23,19 +24,21 @@ PART is `traces` and/or `load` (default both):
   of --load-jobs jobs at each --loads value, seeds 1..--load-seeds: easy vs PLAN 2, mean
   wait and windowed utilisation per load (seed means), as a table and (--png) a figure.
 
-Runs use --workers processes, longest first; each finished run is logged as it ends.
+Runs go through `schedd.sweep.tasks` (docs/sweep.md): a local Dask cluster of --workers
+processes (0: in this process) or an existing one (--scheduler), submitted longest first;
+each finished run is logged as it ends. With --cache DIR every run is kept as it finishes,
+so a long sweep can be stopped and resumed, and --tabulate-only prints the tables of the
+runs already there.
 """
 
 from __future__ import annotations
 
 import argparse
 import heapq
-import json
 import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from schedd.core.cluster import NodePool  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 from schedd.sim import simulate  # noqa: E402
+from schedd.sweep.tasks import TaskRunner, add_task_arguments  # noqa: E402
 from schedd.traces import normalize, read_trace  # noqa: E402
 from schedd.traces.lublin import LublinParams, generate  # noqa: E402
 from schedd.traces.normalize import select  # noqa: E402
@@ -335,37 +339,12 @@ def load_figure(rows: list[dict[str, float]], path: str, jobs: int) -> None:
     plt.close(fig)
 
 
-# ----------------------------------------------------------------------------- cache
+# ----------------------------------------------------------------------------- tasks
 
 
-def append_cache(path: str, kind: str, res: tuple) -> None:
-    if kind == "trace":
-        p, label, summary, cols, sec = res
-        scale = summary.get("arrival_scale", 1.0)
-        key = json.dumps(["trace", p, label, summary.get("max_jobs")]
-                         + ([scale] if scale != 1.0 else []))
-        row = {"key": key, "res": [p, label, summary,
-                                   {k: v.tolist() for k, v in cols.items()}, sec]}
-    else:
-        load, seed, label, summary, sec = res
-        row = {"key": json.dumps(["load", load, seed, summary["requested_jobs"], label]),
-               "res": list(res)}
-    with open(path, "a") as out:
-        out.write(json.dumps(row) + "\n")
-
-
-def read_cache(path: str) -> dict[str, tuple]:
-    out: dict[str, tuple] = {}
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for line in f:
-            row = json.loads(line)
-            res = row["res"]
-            if row["key"].startswith('["trace"'):
-                res[3] = {k: np.asarray(v) for k, v in res[3].items()}
-            out[row["key"]] = tuple(res)
-    return out
+def run_task(kind: str, key: tuple) -> tuple:
+    """One run of either part: the task the runner sends (and caches under its key)."""
+    return run_trace(*key) if kind == "trace" else run_load(*key)
 
 
 # ----------------------------------------------------------------------------- main
@@ -391,14 +370,11 @@ def main() -> int:
                     help="traces part: also run these (conservative backfilling reserves for "
                     "every waiting job, as decoding a plan does)")
     ap.add_argument("--bins", type=int, default=6, help="logarithmic bins per axis (Fig. 6)")
-    ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    add_task_arguments(ap)
     ap.add_argument("--out", default=None, help="also write the tables here")
     ap.add_argument("--png", default=None, help="write the load figure here")
-    ap.add_argument("--cache", default=None, metavar="JSONL",
-                    help="append each finished run here and skip the runs already in it "
-                    "(a long sweep can be stopped and resumed, or tabulated part-done)")
     ap.add_argument("--tabulate-only", action="store_true",
-                    help="run nothing: print the tables of the runs in --cache")
+                    help="run nothing: print the tables of the runs already in --cache")
     args = ap.parse_args()
     parts = args.parts or ["traces", "load"]
     bad = [p for p in parts if p not in ("traces", "load", "scaled")]
@@ -406,23 +382,19 @@ def main() -> int:
         ap.error(f"unknown part(s) {', '.join(bad)}; choose from traces, load, scaled")
     if args.max_jobs is not None and args.max_jobs < 1:
         ap.error("--max-jobs must be at least 1")
+    if args.tabulate_only and not args.cache:
+        ap.error("--tabulate-only reads the runs in --cache DIR: give one")
     started = time.perf_counter()
     paths = [str(Path(args.traces) / name) for name in args.names]
+    runner = TaskRunner(cache=args.cache, workers=args.workers, scheduler=args.scheduler,
+                        prog="plan_sa")
     lines = ["machine: " + f"{platform.machine()}, {os.cpu_count()} cores, Python "
-             f"{platform.python_version()}, NumPy {np.__version__}; {args.workers} worker "
-             "processes", "",
+             f"{platform.python_version()}, NumPy {np.__version__}; runs on {runner.where()}",
+             "",
              "command: `" + " ".join(["python", Path(sys.argv[0]).as_posix()] + sys.argv[1:])
              + "`"]
     trace_done: list = []
     load_done: list = []
-    cached = read_cache(args.cache) if args.cache else {}
-
-    def have(kind: str, *key: Any) -> bool:
-        res = cached.get(json.dumps([kind, *key]))
-        if res is None:
-            return False
-        (trace_done if kind == "trace" else load_done).append(res)
-        return True
 
     # The order that matters most first: easy and PLAN 2 on the traces (the target), the
     # load curve, then PLAN 1 and PLAN 3 (the slowest); the largest trace first.
@@ -445,34 +417,30 @@ def main() -> int:
         todo += [("trace", (path, label, args.max_jobs)) for label in ("PLAN 3 (util)",
                                                                         "PLAN 1 (wait)")
                  for path in by_size]
-    def cache_key(kind: str, key: tuple) -> tuple:
+    def one_run(kind: str, key: tuple) -> tuple:
         """A trace run at arrival scale 1 is the plain run (the traces part's)."""
         return key[:3] if kind == "trace" and len(key) == 4 and key[3] == 1.0 else key
 
-    todo = [(kind, key) for kind, key in todo if not have(kind, *cache_key(kind, key))]
-    if args.tabulate_only:
-        todo = []
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        futures: dict[Any, str] = {}
-        for kind, key in todo:
-            fn = run_trace if kind == "trace" else run_load
-            futures[pool.submit(fn, *key)] = kind  # type: ignore[operator]
-        for f in as_completed(futures):
-            res = f.result()
-            if args.cache:
-                append_cache(args.cache, futures[f], res)
-            if futures[f] == "trace":
-                trace_done.append(res)
-                path, label, s, _, sec = res
-                print(f"[{time.perf_counter() - started:6.0f} s] {Path(path).name} {label}: "
-                      f"wait {s['mean_wait_s']:,.0f} s, util {s['utilization']:.4f}, window "
-                      f"{s['utilization_window']:.4f} ({sec:.0f} s)", flush=True)
-            else:
-                load_done.append(res)
-                lo, sd, lab, ls, lsec = res
-                print(f"[{time.perf_counter() - started:6.0f} s] lublin load {lo} seed "
-                      f"{sd} {lab}: wait {ls['mean_wait_s']:,.0f} s, window "
-                      f"{ls['utilization_window']:.4f} ({lsec:.0f} s)", flush=True)
+    todo = list(dict.fromkeys((kind, one_run(kind, key)) for kind, key in todo))
+
+    def log(i: int, res: tuple) -> None:
+        if todo[i][0] == "trace":
+            path, label, s, _, sec = res
+            print(f"[{time.perf_counter() - started:6.0f} s] {Path(path).name} {label}: "
+                  f"wait {s['mean_wait_s']:,.0f} s, util {s['utilization']:.4f}, window "
+                  f"{s['utilization_window']:.4f} ({sec:.0f} s)", flush=True)
+        else:
+            lo, sd, lab, ls, lsec = res
+            print(f"[{time.perf_counter() - started:6.0f} s] lublin load {lo} seed "
+                  f"{sd} {lab}: wait {ls['mean_wait_s']:,.0f} s, window "
+                  f"{ls['utilization_window']:.4f} ({lsec:.0f} s)", flush=True)
+
+    with runner:
+        got = runner.map(run_task, todo, what="runs", depends_on=paths, on_result=log,
+                         only_cached=args.tabulate_only)
+    for (kind, _), res in zip(todo, got, strict=True):
+        if res is not None:
+            (trace_done if kind == "trace" else load_done).append(res)
     scaled_done = [d for d in trace_done if d[2].get("arrival_scale", 1.0) != 1.0]
     plain = [d for d in trace_done if d[2].get("arrival_scale", 1.0) == 1.0]
     if "scaled" in parts:
@@ -496,7 +464,8 @@ def main() -> int:
         lines += load_table(rows, args.load_jobs)
         if args.png:
             load_figure(rows, args.png, args.load_jobs)
-    lines += ["", f"({time.perf_counter() - started:.0f} s with {args.workers} processes)"]
+    lines += ["", f"({time.perf_counter() - started:.0f} s; {runner.ran} runs simulated now, "
+                  "the others read from --cache)"]
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -14,6 +14,7 @@ from typing import Any
 from ..progress import Progress
 from .cell_run import load_cached, run_cell
 from .cells import Cell
+from .dask_client import dask_client, where
 
 
 def run_cells(cells: list[Cell], cache: str, *, workers: int = 2,
@@ -26,10 +27,8 @@ def run_cells(cells: list[Cell], cache: str, *, workers: int = 2,
     Path(cache).mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any] | None] = [load_cached(cache, c.key) for c in cells]
     todo = [i for i, r in enumerate(rows) if r is None]
-    where = (f"Dask scheduler {scheduler}" if scheduler else
-             "this process" if workers == 0 else f"a local Dask cluster of {workers} workers")
     print(f"{prog}: {len(cells)} {what}, {len(cells) - len(todo)} cached, {len(todo)} to run "
-          f"on {where}", file=sys.stderr, flush=True)
+          f"on {where(workers, scheduler)}", file=sys.stderr, flush=True)
     if todo:
         bar = Progress(len(todo), what, prog=prog, out=sys.stderr if progress else io.StringIO())
         try:
@@ -47,14 +46,9 @@ def run_cells(cells: list[Cell], cache: str, *, workers: int = 2,
 def _run_on_dask(cells: list[Cell], todo: list[int], rows: list[dict[str, Any] | None],
                  cache: str, workers: int, scheduler: str | None, scatter: bool,
                  bar: Progress) -> None:
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import as_completed
 
-    cluster = None
-    if scheduler is None:
-        cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
-                               processes=True, dashboard_address=None)
-    client = Client(scheduler or cluster)
-    try:
+    with dask_client(workers, scheduler) as client:
         sources: dict[str, Any] = {}
         if scatter:  # the trace bytes go to the workers once, not once per cell
             for i in todo:
@@ -74,7 +68,3 @@ def _run_on_dask(cells: list[Cell], todo: list[int], rows: list[dict[str, Any] |
                 rows[i] = {"key": cells[i].key, **cells[i].inputs(), "status": "error",
                            "error": f"{type(err).__name__}: {err}"}
             bar.step()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()

@@ -1,0 +1,33 @@
+"""The Dask client a sweep or an experiment runs on: a LocalCluster of `workers`
+single-threaded processes by default, or an existing cluster at `scheduler`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+@contextmanager
+def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
+    from dask.distributed import Client, LocalCluster
+
+    cluster = None
+    if scheduler is None:
+        # One thread per worker: a simulation holds the GIL the whole time.
+        cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+    client = Client(scheduler or cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def where(workers: int, scheduler: str | None) -> str:
+    """Where the work runs, for the first line a sweep or an experiment prints."""
+    if scheduler:
+        return f"Dask scheduler {scheduler}"
+    return "this process" if workers == 0 else f"a local Dask cluster of {workers} workers"
