@@ -332,6 +332,24 @@ def test_failure_requeues_from_last_checkpoint():
     assert e.state.free_nodes == 1
 
 
+def test_failures_start_with_the_first_job_not_at_time_zero():
+    # A trace in Unix time: the failure process starts at the first arrival, so the
+    # first failure is the first draw counted from there (a process from t = 0 would
+    # have failed the idle machine about 1e9 / mtbf times before it).
+    seed, mtbf, t0 = 3, 3600.0, 1.0e9
+    e = Engine(NodePool(4), None, seed=seed,
+               options=EngineOptions(mtbf_s=mtbf, mttr_s=60.0,
+                                     checkpoint=CheckpointPolicy(periodic="none")))
+    first = t0 + random.Random(seed).expovariate(1 / mtbf)
+    e.submit(JobSpec(1, t0, runtime=100 * mtbf, nodes=4, walltime=100 * mtbf))
+    at(e, t0)
+    e.apply(Start(1))
+    e.run(until=first - 1e-6)
+    assert e.stats["failures"] == 0 and e.exec_record(1).failures == 0
+    e.run(until=first)
+    assert e.stats["failures"] == 1 and e.exec_record(1).failures == 1
+
+
 def test_reservations_hold_nodes():
     e = engine(10)
     e.submit(JobSpec(1, 0, runtime=100, nodes=8, walltime=100))

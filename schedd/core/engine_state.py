@@ -92,9 +92,9 @@ class _EngineState:
         self.n_requested_start = 0  # waiting jobs with a requested start (dedicated)
         self.n_checkpointing = 0
         self._view = View(self)
-        self._failures_armed = self.options.mtbf_s > 0
-        if self._failures_armed:
-            self.events.push(self.rng.expovariate(1.0 / self.options.mtbf_s), EV_FAILURE, None)
+        # The failure process starts with the first job (_arrive), not at t = 0: a trace
+        # in Unix time would otherwise draw decades of failures before its first job.
+        self._failures_armed = False
 
     def _advance_to(self, t: float) -> None:
         if t < self.now:
