@@ -1,4 +1,9 @@
-"""`schedd` command line: simulate, serve, workload, compare, policies, cluster.
+"""`schedd` command line: simulate, serve, workload, compare, journal, milp, report, sweep,
+policies, cluster.
+
+The commands are rows of `schedd.commands.COMMANDS`; a command's parser is built, and its
+module imported, only when the command line names it: `schedd --help` imports none of
+them, `schedd simulate` only the simulator's.
 
 Errors a user can cause (bad trace line, unknown policy or option, bad cluster spec) end
 with one sentence on stderr and exit status 2 — never a traceback.
@@ -7,585 +12,77 @@ with one sentence on stderr and exit status 2 — never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-from importlib import resources
-from typing import Any
 
-from .options import _at_least, add_engine_arguments, engine_options_from
-from .options import probability as _probability
-from .outputs import UsageError
-from .outputs import writable_dir as _writable_dir
-from .outputs import writable_file as _writable_file
+from .commands import COMMANDS, LazySubParsersAction, add_commands, load
 from .suggest import SuggestingParser
 
-SAMPLE_TRACE = "sample-lublin256-1000.swf"
-
-
-def _sample_path() -> str:
-    return str(resources.files("schedd.data").joinpath(SAMPLE_TRACE))
+# The errors that are the user's doing, by the module that defines each: an error can only
+# have been raised if its module is loaded, so they are checked without importing any.
+USER_ERRORS = (
+    ("schedd.traces.swf", "TraceError"),
+    ("schedd.core.cluster", "ClusterError"),
+    ("schedd.policies.base", "PolicyError"),
+    ("schedd.core.decisions", "DecisionError"),
+    ("schedd.compare", "CompareError"),
+    ("schedd.outputs", "UsageError"),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .core.cluster_spec import CLUSTER_FORMS
-
     parser = SuggestingParser(
         prog="schedd",
         description="HPC job-scheduler engine: offline simulation of scheduling policies on "
         "node pools and Blue Gene/Q partitions.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    sim = sub.add_parser(
-        "simulate",
-        help="replay a trace through a policy on virtual time",
-        description="Replay an SWF/CWF trace through a policy as fast as possible; writes "
-        "DIR/jobs.swf, DIR/jobs.csv and DIR/summary.json and prints a summary table.",
-    )
-    sim.add_argument("--trace", default=None,
-                     help="SWF or CWF trace, plain or .gz (default: the bundled 1,000-job "
-                     "excerpt of the Lublin 256-node trace)")
-    sim.add_argument("--cluster", default=None,
-                     help=f"machine: {CLUSTER_FORMS} (default: nodes:<MaxNodes of the trace>)")
-    sim.add_argument("--policy", default="easy", help="policy name (see `schedd policies`)")
-    sim.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
-                     help="policy option, repeatable")
-    sim.add_argument("--seed", type=int, default=0, help="seed of the engine's RNG (failures)")
-    sim.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    sim.add_argument("--lenient", action="store_true",
-                     help="skip malformed trace lines (and report how many) instead of stopping")
-    sim.add_argument("--strict", action="store_true",
-                     help="stop with an error if any job of the trace would not be simulated "
-                     "(too large, runtime <= 0, malformed, repeated id) instead of warning")
-    sim.add_argument("--procs-per-node", type=_at_least(1, int), default=None, metavar="K",
-                     help="the trace counts processors; K per node (nodes = ceil(procs / K)); "
-                     "default: MaxProcs // MaxNodes when the header gives both and they "
-                     "differ (said in one line), else 1")
-    sim.add_argument("--from", dest="start", type=float, default=None, metavar="T",
-                     help="only jobs submitted at or after trace time T")
-    sim.add_argument("--until", type=float, default=None, metavar="T",
-                     help="only jobs submitted before trace time T")
-    sim.add_argument("--limit", type=_at_least(1, int), default=None, metavar="N",
-                     help="only the first N jobs (after --from/--until)")
-    sim.add_argument("--validate", action="store_true",
-                     help="check every engine invariant after every instant (slow)")
-    sim.add_argument("--no-progress", action="store_true", help="no progress bar")
-    shown = sim.add_mutually_exclusive_group()
-    shown.add_argument("--verbose", action="store_true",
-                       help="print the full summary table (every metric by class and "
-                       "category) instead of the short summary")
-    shown.add_argument("--quiet", action="store_true", help="print no summary")
-    shown.add_argument("--json", action="store_true",
-                       help="print summary.json to stdout instead of the summary")
-    sim.add_argument("--timeseries-step", type=_at_least(0), default=0.0, metavar="S",
-                     help="timeseries.csv at every multiple of S virtual seconds (default 0: "
-                     "one row per change of the machine's state)")
-    sim.add_argument("--no-run-files", action="store_true",
-                     help="write no segments.csv and timeseries.csv (a little faster)")
-    add_engine_arguments(sim)
-
-    from .daemon.config import add_serve_parser
-
-    add_serve_parser(sub)
-    wl = sub.add_parser("workload", help="make workloads for experiments",
-                        description="Write transformed or generated traces (CWF/SWF).")
-    wl_sub = wl.add_subparsers(dest="workload_command", required=True)
-    acc = wl_sub.add_parser(
-        "accuracy", help="set the accuracy of runtime estimates",
-        description="Rewrite requested times as t_sch = t_run + alpha x (t_req - t_run) (the "
-        "checkpoint-backfilling paper, §4.2): alpha 0 gives exact estimates, 1 the trace's.")
-    acc.add_argument("input", nargs="?", metavar="INPUT", help="SWF/CWF trace, plain or .gz")
-    acc.add_argument("--trace", dest="old_trace", default=None, help=argparse.SUPPRESS)
-    acc.add_argument("--alpha", type=_at_least(0), required=True, metavar="A",
-                     help="0 = actual runtimes, 1 = unchanged")
-    acc.add_argument("-o", "--out", required=True, metavar="OUTPUT",
-                     help="output trace (.gz: gzip)")
-    acc.add_argument("--lenient", action="store_true",
-                     help="skip malformed trace lines (and report how many) instead of "
-                     "stopping")
-    _add_lublin_parser(wl_sub)
-    _add_hybrid_parser(wl_sub)
-    _add_realtime_parser(wl_sub)
-    from .compare import add_parser as add_compare_parser
-    from .daemon.journal_cli import add_parser as add_journal_parser
-    from .milp.cli import add_parser as add_milp_parser
-    from .report.cli import add_parser as add_report_parser
-    from .sweep.cli import add_parser as add_sweep_parser
-
-    add_compare_parser(sub)
-    add_journal_parser(sub)
-    add_milp_parser(sub)
-    add_report_parser(sub)
-    add_sweep_parser(sub)
-    pol = sub.add_parser("policies", help="list policies with their options and defaults")
-    pol.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                     help="also list the policies this module registers; repeatable")
-    cl = sub.add_parser("cluster", help="describe a cluster spec")
-    cl.add_argument("spec", help=CLUSTER_FORMS)
+    sub = parser.add_subparsers(dest="command", required=True, action=LazySubParsersAction)
+    add_commands(sub, COMMANDS)
     return parser
 
 
-
-
-def _add_lublin_parser(wl_sub: Any) -> None:
-    lub = wl_sub.add_parser(
-        "lublin", help="generate a Lublin-Feitelson CWF workload (LOS paper, Sec. IV-D)",
-        description="Generate jobs from the Lublin-Feitelson model as the LOS paper "
-        "parameterises it (Tables I and II): sizes in units of --unit processors, small (1-3 "
-        "units) with probability P_S; hyper-Gamma runtimes correlated with size; Gamma "
-        "arrivals with beta_arr solved for the target load; dedicated jobs with requested "
-        "start times; ET/RT elastic control commands only when asked (--ecc, --pe, --pr). "
-        "Writes CWF and prints the target and achieved load. See docs/workloads.md.")
-    lub.add_argument("--jobs", type=_at_least(1, int), default=500, metavar="N",
-                     help="number of jobs (default 500)")
-    lub.add_argument("--seed", type=_at_least(0, int), default=0,
-                     help="random seed (default 0); same inputs and seed give the same file")
-    target = lub.add_mutually_exclusive_group()
-    target.add_argument("--load", type=_at_least(0, strict=True), default=0.9, metavar="L",
-                        help="target load sum(size x runtime) / (procs x last arrival); "
-                        "beta_arr is solved for it (default 0.9)")
-    target.add_argument("--beta-arr", type=_at_least(0, strict=True), default=None,
-                        metavar="B", help="use this beta_arr instead of a target load (the "
-                        "paper sweeps 0.4101-0.6101)")
-    lub.add_argument("--procs", type=_at_least(1, int), default=320, metavar="M",
-                     help="processors of the machine, a multiple of --unit (default 320)")
-    lub.add_argument("--unit", type=_at_least(1, int), default=32, metavar="K",
-                     help="allocation unit in processors (default 32)")
-    lub.add_argument("--ps", type=_probability, default=0.5, metavar="P",
-                     help="P_S, probability of a small job (default 0.5)")
-    lub.add_argument("--pd", type=_probability, default=0.0, metavar="P",
-                     help="P_D, probability of a dedicated job (default 0: batch only)")
-    lub.add_argument("--ecc", action="store_true",
-                     help="add the paper's elastic control commands (P_E 0.2, P_R 0.1, its "
-                     "elastic experiments); without it, --pe or --pr, the workload has none")
-    lub.add_argument("--pe", type=_probability, default=None, metavar="P",
-                     help="P_E, probability of a runtime extension (ET) command (default 0; "
-                     "0.2 with --ecc)")
-    lub.add_argument("--pr", type=_probability, default=None, metavar="P",
-                     help="P_R, probability of a runtime reduction (RT) command (default 0; "
-                     "0.1 with --ecc)")
-    lub.add_argument("--lead", type=_at_least(0), default=3600.0, metavar="S",
-                     help="mean seconds from a dedicated job's submission to its requested "
-                     "start, exponential (default 3600)")
-    lub.add_argument("--ecc-mean", type=_at_least(0), default=0.25, metavar="F",
-                     help="mean ECC amount as a fraction of the job's requested time, "
-                     "exponential (default 0.25)")
-    lub.add_argument("--overestimate", type=_at_least(1), default=1.0, metavar="F",
-                     help="requested time = runtime x U(1, F) (default 1: exact estimates)")
-    lub.add_argument("-o", "--out", required=True, metavar="OUTPUT",
-                     help="output CWF trace (.gz: gzip)")
-
-
-def _add_transform_io(parser: argparse.ArgumentParser) -> None:
-    """INPUT, -o/--out and --lenient of the trace-rewriting workload commands."""
-    parser.add_argument("input", metavar="INPUT", help="SWF/CWF trace, plain or .gz")
-    parser.add_argument("-o", "--out", required=True, metavar="OUTPUT",
-                        help="output trace (.gz: gzip)")
-    parser.add_argument("--lenient", action="store_true",
-                        help="skip malformed trace lines (and report how many) instead of "
-                        "stopping")
-
-
-def _read_input(args: argparse.Namespace) -> Any:
-    """The trace of a workload command's INPUT; says how many lines --lenient skipped."""
-    from .traces import read_trace
-
-    trace = read_trace(args.input, lenient=args.lenient)
-    if trace.skipped:
-        print(f"schedd: skipped {trace.skipped} malformed line(s) of {args.input}",
-              file=sys.stderr)
-    return trace
-
-
-def _add_hybrid_parser(wl_sub: Any) -> None:
-    from .traces.hybrid import MIXES, PROJECT_SOURCES
-
-    hyb = wl_sub.add_parser(
-        "hybrid", help="mark a trace as a hybrid on-demand / rigid / malleable workload "
-        "(hybrid paper, Sec. IV-A/B)",
-        description="Group the jobs of INPUT into projects and give every project one type: "
-        "on-demand (O), rigid (B) or malleable (M). Rigid and malleable jobs get a setup time "
-        "carved out of their runtime, malleable jobs a minimum size, on-demand jobs advance "
-        "notices split into no notice / accurate / early / late as in the paper's Table II. "
-        "Same input, options and seed give a byte-identical file. See docs/workloads.md.")
-    _add_transform_io(hyb)
-    hyb.add_argument("--mix", choices=list(MIXES), default="W5",
-                     help="Table II split of on-demand jobs into no notice / accurate / early "
-                     "/ late: W1-W4 70%% of one kind and 10%% of the others, W5 25%% each "
-                     "(default W5)")
-    hyb.add_argument("--seed", type=_at_least(0, int), default=0,
-                     help="random seed (default 0)")
-    hyb.add_argument("--od-share", type=_probability, default=0.1, metavar="P",
-                     help="probability that a project is on-demand (default 0.1)")
-    hyb.add_argument("--rigid-share", type=_probability, default=0.6, metavar="P",
-                     help="probability that a project is rigid (default 0.6); the rest are "
-                     "malleable")
-    hyb.add_argument("--min-fraction", type=_probability, default=0.2, metavar="P",
-                     help="malleable minimum size as a fraction of the requested size, "
-                     "rounded up (default 0.2)")
-    hyb.add_argument("--rigid-setup", type=_at_least(0), nargs=2, default=[5.0, 10.0],
-                     metavar=("MIN", "MAX"),
-                     help="rigid setup, uniform in %% of the runtime (default 5 10)")
-    hyb.add_argument("--malleable-setup", type=_at_least(0), nargs=2, default=[0.0, 5.0],
-                     metavar=("MIN", "MAX"),
-                     help="malleable setup, uniform in %% of the runtime (default 0 5)")
-    hyb.add_argument("--projects", choices=PROJECT_SOURCES, default="auto",
-                     help="what a project is: field 13 (group), field 12 (user), or sessions "
-                     "of same-size, same-walltime jobs (session); auto takes group, else user, "
-                     "whichever has two or more known values, else session (default auto)")
-    hyb.add_argument("--session-gap", type=_at_least(0, strict=True), default=24.0,
-                     metavar="HOURS",
-                     help="a pause this long between two jobs of one signature starts a new "
-                     "session (default 24)")
-    hyb.add_argument("--notice-lead", type=_at_least(0, strict=True), nargs=2,
-                     default=[15.0, 30.0], metavar=("MIN", "MAX"),
-                     help="minutes from an advance notice to the estimated arrival, uniform "
-                     "(default 15 30)")
-    hyb.add_argument("--late-max", type=_at_least(0), default=30.0, metavar="MINUTES",
-                     help="a late on-demand job arrives up to this long after its estimate "
-                     "(default 30)")
-
-
-def _add_realtime_parser(wl_sub: Any) -> None:
-    from .traces.realtime import MODES, SHORT_BY
-
-    rt = wl_sub.add_parser(
-        "realtime", help="mark or add real-time jobs (RTJs) in a trace (real-time paper, "
-        "Sec. 7.1.2-7.1.3)",
-        description="Make P%% of the jobs of INPUT real-time (field 22 = R). default: P%% "
-        "of the kept jobs chosen at random; short: the same count, only among jobs of at "
-        "most 90 minutes; aps: every trace job stays batch and new RTJs are added with "
-        "runtimes from the APS log, 1-2x walltimes and Exp(2048)-node sizes rounded up to "
-        "Mira partitions, so that they make P%% of the total. Optionally rescales sizes "
-        "from another machine (eq. 59) and marks a fraction of the batch jobs not "
-        "checkpointable. Same input, options and seed give a byte-identical file. See "
-        "docs/workloads.md.")
-    _add_transform_io(rt)
-    rt.add_argument("--percent", type=_at_least(0, strict=True), required=True, metavar="P",
-                    help="RTJ percentage, 0 < P < 100 (the paper uses 5, 10, 15, 20)")
-    rt.add_argument("--mode", choices=MODES, default="default",
-                    help="default: random jobs; short: random jobs of at most --short-max; "
-                    "aps: add APS jobs (default: default)")
-    rt.add_argument("--seed", type=_at_least(0, int), default=0,
-                    help="random seed (default 0; the authors used 1000 + trial)")
-    rt.add_argument("--short-max", type=_at_least(0, strict=True), default=90.0,
-                    metavar="MINUTES",
-                    help="short mode: longest eligible job (default 90)")
-    rt.add_argument("--short-by", choices=SHORT_BY, default="walltime",
-                    help="short mode: compare the walltime (the authors' simulator) or the "
-                    "runtime (the paper's text) with --short-max (default walltime)")
-    rt.add_argument("--aps-runtimes", default=None, metavar="FILE",
-                    help="aps mode (required there, ignored otherwise): APS runtimes in "
-                    "seconds, one per line, e.g. ../shared/traces/aps_runtimes_seconds.txt")
-    rt.add_argument("--aps-mean-nodes", type=_at_least(0, strict=True), default=2048.0,
-                    metavar="N", help="aps mode: mean of the exponential size (default 2048)")
-    rt.add_argument("--non-checkpointable", type=_probability, default=0.0, metavar="F",
-                    help="fraction of the batch jobs marked not checkpointable (field 23 = "
-                    "0), rounded down (default 0)")
-    rt.add_argument("--normalize-from", type=_at_least(1, int), default=None, metavar="NODES",
-                    help="eq. 59: the trace's machine has NODES nodes; sizes become "
-                    "ceil(size x target / NODES)")
-    rt.add_argument("--target-nodes", type=_at_least(1, int), default=49152, metavar="NODES",
-                    help="nodes of the machine the workload is for (default 49152, Mira)")
+def is_user_error(err: BaseException) -> bool:
+    """Whether `err` is one of USER_ERRORS (one sentence, exit 2)."""
+    for module, name in USER_ERRORS:
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(err, getattr(loaded, name)):
+            return True
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .daemon.config import ConfigError, expand_config
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["serve"]:  # only `serve` reads a config file (--config)
+        from .daemon.config import ConfigError, expand_config
 
+        try:
+            words = expand_config(words)
+        except ConfigError as err:
+            print(f"schedd: error: {err}", file=sys.stderr)
+            return 2
+    args = build_parser().parse_args(words)
+    run = next(command.run for command in COMMANDS if command.name == args.command)
     try:
-        argv = expand_config(list(sys.argv[1:] if argv is None else argv))
-    except ConfigError as err:
-        print(f"schedd: error: {err}", file=sys.stderr)
-        return 2
-    args = build_parser().parse_args(argv)
-    from .compare import CompareError
-    from .core.cluster import ClusterError
-    from .core.decisions import DecisionError
-    from .policies import PolicyError, load_plugin
-    from .traces import TraceError
+        plugins = getattr(args, "plugin", [])
+        if plugins:
+            from .policies import load_plugin
 
-    try:
-        for plugin in getattr(args, "plugin", []):
-            load_plugin(plugin)
-        if args.command == "simulate":
-            return _simulate(args)
-        if args.command == "policies":
-            return _policies()
-        if args.command == "cluster":
-            return _cluster(args.spec)
-        if args.command == "workload":
-            return _workload(args)
-        if args.command == "milp":
-            from .milp.cli import run as run_milp
-
-            return run_milp(args)
-        if args.command == "compare":
-            from .compare import run as run_compare
-
-            return run_compare(args)
-        if args.command == "sweep":
-            from .sweep.cli import run as run_sweep
-
-            return run_sweep(args)
-        if args.command == "report":
-            from .report.cli import run as run_report
-
-            return run_report(args)
-        if args.command == "journal":
-            from .daemon.journal_cli import run as run_journal
-
-            return run_journal(args)
-        if args.command == "serve":
-            from .daemon.server import serve_main
-
-            return serve_main(args)
-    except (TraceError, ClusterError, PolicyError, DecisionError, CompareError,
-            UsageError) as err:
-        print(f"schedd: error: {err}", file=sys.stderr)
-        return 2
+            for plugin in plugins:
+                load_plugin(plugin)
+        return load(run)(args)
     except BrokenPipeError:
         return 1
-    return 2
-
-
-def _simulate(args: argparse.Namespace) -> int:
-    from .core.cluster import NodePool
-    from .core.cluster_spec import parse_cluster
-    from .metrics import format_summary
-    from .policies import make_policy
-    from .sim import describe_run, format_brief, max_job_nodes, simulate, write_outputs
-    from .traces import TraceError, normalize, read_trace
-    from .traces.normalize import drop_line, select
-
-    path = args.trace or _sample_path()
-    raw = read_trace(path, lenient=args.lenient)
-    cluster = parse_cluster(args.cluster) if args.cluster else None
-    trace = normalize(raw, max_nodes=max_job_nodes(cluster) if cluster else None,
-                      procs_per_node=args.procs_per_node, lenient=args.lenient)
-    if args.procs_per_node is None and trace.procs_per_node != 1:
-        print(f"schedd: {os.path.basename(path)}'s header gives MaxNodes "
-              f"{raw.header.max_nodes} and MaxProcs {raw.header.max_procs}: reading its "
-              f"processor counts at {trace.procs_per_node} per node (--procs-per-node "
-              f"{trace.procs_per_node}; --procs-per-node 1 reads them as nodes)",
-              file=sys.stderr)
-    if cluster is None:
-        cluster = NodePool(trace.max_nodes)
-    trace = select(trace, start=args.start, until=args.until, limit=args.limit)
-    dropped = drop_line(trace, path)
-    unwanted = drop_line(trace, path, selected=False)  # --strict: not what was asked for
-    if unwanted and args.strict:
-        raise TraceError(f"{unwanted} (--strict)")
-    if dropped:
-        print(f"schedd: warning: {dropped}", file=sys.stderr)
-    policy = make_policy(args.policy, args.opt, cluster)
-    engine_options = engine_options_from(args, policy)
-    out = _writable_dir(args.out)
-    progress, close = _progress_bar(len(trace), args.no_progress)
-    try:
-        run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
-                       check_invariants=args.validate, progress=progress,
-                       record=not args.no_run_files)
-    finally:
-        close()
-    description = describe_run(path, trace, cluster, policy, args.seed, engine_options)
-    summary = write_outputs(out, trace, run, description, args.timeseries_step)
-    if args.json:
-        print(json.dumps(summary, indent=2, allow_nan=False))
-        return 0
-    if args.verbose:
-        print(format_summary(summary))
-    elif not args.quiet:
-        print(format_brief(summary))
-    if not args.quiet:
-        files = "" if args.no_run_files else ", segments.csv, timeseries.csv"
-        print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json{files}")
-    return 0
-
-
-def _progress_bar(total: int, disabled: bool) -> tuple[Any, Any]:
-    """A tqdm bar on a terminal; nothing when stderr is not a terminal."""
-    if disabled or not sys.stderr.isatty():
-        return None, lambda: None
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, unit="job", file=sys.stderr, leave=False)
-
-    def update(done: int) -> None:
-        bar.update(done - bar.n)
-
-    return update, bar.close
-
-
-def _policies() -> int:
-    from .policies import POLICIES, option_help
-
-    for name in sorted(POLICIES):
-        cls = POLICIES[name]
-        print(f"{name:16} {cls.summary}")
-        rows = option_help(cls.Options)
-        for opt, typ, default, text in rows:
-            print(f"    {opt}={default} ({typ}) {text}")
-        if not rows:
-            print("    (no options)")
-    return 0
-
-
-def _workload(args: argparse.Namespace) -> int:
-    _writable_file(args.out)  # before the work: an unwritable path is one sentence
-    if args.workload_command == "lublin":
-        return _workload_lublin(args)
-    if args.workload_command == "hybrid":
-        return _workload_hybrid(args)
-    if args.workload_command == "realtime":
-        return _workload_realtime(args)
-    from .traces.swf import write_trace
-    from .traces.workload import with_estimate_accuracy
-
-    if args.old_trace is not None:
-        if args.input is not None:
-            raise UsageError("give the input trace once: `schedd workload accuracy INPUT`")
-        print("schedd: warning: `workload accuracy --trace FILE` is deprecated; write "
-              "`schedd workload accuracy FILE --alpha A -o OUTPUT` (as the other workload "
-              "commands)", file=sys.stderr)
-        args.input = args.old_trace
-    if args.input is None:
-        raise UsageError("workload accuracy needs the input trace: `schedd workload "
-                          "accuracy INPUT --alpha A -o OUTPUT`")
-    trace = with_estimate_accuracy(_read_input(args), args.alpha)
-    write_trace(args.out, trace)
-    print(f"wrote {args.out}: {len(trace)} jobs, requested times at alpha {args.alpha:g}")
-    return 0
-
-
-def _workload_lublin(args: argparse.Namespace) -> int:
-    from .traces.lublin import PAPER_P_EXTEND, PAPER_P_REDUCE, LublinParams, generate
-    from .traces.swf import write_trace
-
-    # No ECCs unless asked: --ecc gives the paper's rates, --pe/--pr set their own.
-    p_extend = args.pe if args.pe is not None else (PAPER_P_EXTEND if args.ecc else 0.0)
-    p_reduce = args.pr if args.pr is not None else (PAPER_P_REDUCE if args.ecc else 0.0)
-    params = LublinParams(
-        jobs=args.jobs, procs=args.procs, unit=args.unit, p_small=args.ps,
-        p_dedicated=args.pd, p_extend=p_extend, p_reduce=p_reduce, load=args.load,
-        beta_arr=args.beta_arr, lead=args.lead, ecc_mean=args.ecc_mean,
-        overestimate=args.overestimate)
-    try:
-        result = generate(params, seed=args.seed)
-        write_trace(args.out, result.trace)
-    except ValueError as err:
+    except Exception as err:
+        if not is_user_error(err):
+            raise
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
-    except OSError as err:
-        print(f"schedd: error: cannot write {args.out} ({err.strerror})", file=sys.stderr)
-        return 2
-    trace = result.trace
-    dedicated = int((trace.columns["job_class"] == "D").sum())
-    kinds = [e.kind for e in trace.eccs]
-    print(f"wrote {args.out}: {len(trace)} jobs ({dedicated} dedicated), {len(kinds)} ECCs "
-          f"({kinds.count('ET')} ET, {kinds.count('RT')} RT)")
-    target = "none (--beta-arr)" if result.target is None else f"{result.target:.4f}"
-    print(f"load: target {target}, achieved {result.load:.4f} (beta_arr {result.beta_arr:.6f})")
-    return 0
 
 
-def _workload_hybrid(args: argparse.Namespace) -> int:
-    from .traces.hybrid import SIMULATE_FLAGS, HybridParams, make_hybrid
-    from .traces.swf import write_trace
+def _sample_path() -> str:
+    """The bundled sample trace (`schedd simulate`'s default; clients/replay.py's too)."""
+    from .simulate_cli import sample_path
 
-    try:
-        params = HybridParams(
-            mix=args.mix, od_share=args.od_share, rigid_share=args.rigid_share,
-            min_fraction=args.min_fraction,
-            rigid_setup=(args.rigid_setup[0] / 100.0, args.rigid_setup[1] / 100.0),
-            malleable_setup=(args.malleable_setup[0] / 100.0, args.malleable_setup[1] / 100.0),
-            notice_lead=(args.notice_lead[0] * 60.0, args.notice_lead[1] * 60.0),
-            late_max=args.late_max * 60.0, projects=args.projects,
-            session_gap=args.session_gap * 3600.0, seed=args.seed)
-    except ValueError as err:
-        print(f"schedd: error: {err}", file=sys.stderr)
-        return 2
-    hybrid, stats = make_hybrid(_read_input(args), params)
-    try:
-        write_trace(args.out, hybrid)
-    except OSError as err:
-        print(f"schedd: error: cannot write {args.out} ({err.strerror})", file=sys.stderr)
-        return 2
-    jobs, hours = stats["jobs_by_class"], stats["node_hours_by_class"]
-    total_hours = sum(hours.values()) or 1.0
-    print(f"wrote {args.out}: {stats['jobs']} jobs in {stats['projects']} projects "
-          f"({stats['project_source']}), mix {args.mix}, seed {args.seed}")
-    for name, letter in (("on-demand", "ondemand"), ("rigid", "rigid"),
-                         ("malleable", "malleable")):
-        print(f"  {name:10} {jobs[letter]:8} jobs {hours[letter]:14,.0f} node-hours "
-              f"({hours[letter] / total_hours:6.1%})")
-    kinds = ", ".join(f"{k} {v}" for k, v in stats["ondemand_by_kind"].items())
-    print(f"  on-demand notices: {kinds}; {stats['clamped_notices']} clamped to time 0")
-    print(f"  single-node jobs of malleable projects re-assigned: "
-          f"{stats['single_node_reassigned']}")
-    print(f"simulate with: schedd simulate --trace {args.out} {SIMULATE_FLAGS} --out DIR")
-    return 0
-
-
-def _workload_realtime(args: argparse.Namespace) -> int:
-    from .policies import POLICIES
-    from .traces.realtime import RealtimeParams, load_aps_runtimes, make_realtime
-    from .traces.swf import write_trace
-
-    try:
-        params = RealtimeParams(
-            percent=args.percent, mode=args.mode, seed=args.seed,
-            short_max_s=args.short_max * 60.0, short_by=args.short_by,
-            aps_mean_nodes=args.aps_mean_nodes, non_checkpointable=args.non_checkpointable,
-            normalize_from=args.normalize_from, target_nodes=args.target_nodes)
-        if args.mode == "aps" and args.aps_runtimes is None:
-            raise ValueError("--mode aps needs --aps-runtimes FILE (the APS runtimes, e.g. "
-                             "../shared/traces/aps_runtimes_seconds.txt)")
-    except ValueError as err:
-        print(f"schedd: error: {err}", file=sys.stderr)
-        return 2
-    runtimes = load_aps_runtimes(args.aps_runtimes) if args.mode == "aps" else None
-    trace = _read_input(args)
-    try:
-        marked, stats = make_realtime(trace, params, runtimes)
-        write_trace(args.out, marked)
-    except ValueError as err:
-        print(f"schedd: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"schedd: error: cannot write {args.out} ({err.strerror})", file=sys.stderr)
-        return 2
-    total = stats["batch"] + stats["realtime"]
-    share = stats["realtime"] / total if total else 0.0
-    print(f"wrote {args.out}: {stats['jobs']} jobs, {stats['realtime']} real-time (R, "
-          f"{share:.2%}) and {stats['batch']} batch (B); mode {args.mode}, "
-          f"{args.percent:g} %, seed {args.seed}")
-    if args.mode == "short":
-        print(f"  eligible: {stats['eligible']} jobs with {args.short_by} <= "
-              f"{args.short_max:g} min; wanted {stats['wanted']}, marked {stats['realtime']}")
-    if args.mode == "aps":
-        print(f"  added {stats['added']} APS jobs; {stats['walltime_raised']} walltimes "
-              f"raised to the runtime")
-    if stats["jobs"] != total:
-        print(f"  {stats['jobs'] - total} job lines copied unmarked (runtime <= 0 or nodes "
-              f"outside 1..{args.target_nodes})")
-    print(f"  batch jobs not checkpointable: {stats['non_checkpointable']}")
-    if args.normalize_from is not None:
-        print(f"  sizes x {stats['scale']:.6g} (eq. 59: {args.normalize_from} -> "
-              f"{args.target_nodes} nodes, rounded up)")
-    cluster = "mira" if args.target_nodes == 49152 else f"nodes:{args.target_nodes}"
-    policy = "--policy wcjs --opt ckpt=jit" if "wcjs" in POLICIES else "--policy easy"
-    print(f"simulate with: schedd simulate --trace {args.out} --cluster {cluster} {policy} "
-          f"--out DIR")
-    return 0
-
-
-def _cluster(spec: str) -> int:
-    from .core.cluster_spec import parse_cluster
-
-    cluster = parse_cluster(spec)
-    print(cluster.describe())
-    return 0
+    return sample_path()
 
 
 if __name__ == "__main__":

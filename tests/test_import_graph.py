@@ -21,6 +21,7 @@ LAYERS = {
     "milp": 2, "options": 2,
     "daemon": 3, "sim": 3, "compare": 3, "run_files": 3, "report": 3, "sweep": 3,
     "cli": 4, "__main__": 4, "milp.cli": 4, "report.cli": 4, "sweep.cli": 4,
+    "commands": 4, "simulate_cli": 4, "workload_cli": 4, "describe_cli": 4,
 }
 
 
@@ -160,3 +161,57 @@ def test_a_simulation_of_easy_loads_only_what_it_uses():
              "matplotlib", "dask", "distributed", "pyarrow", "schedd.report.figures"}
     assert "schedd.policies.backfill" in loaded
     assert not heavy & loaded, f"loaded without use: {sorted(heavy & loaded)}"
+
+
+# The modules of each `schedd` command (its parser and what it runs): no other command
+# may load them, not even to declare its options.
+COMMAND_MODULES = {
+    "simulate": {"schedd.simulate_cli", "schedd.sim"},
+    "serve": {"schedd.daemon", "schedd.daemon.config", "schedd.daemon.server"},
+    "workload": {"schedd.workload_cli", "schedd.traces.hybrid", "schedd.traces.realtime",
+                 "schedd.traces.lublin", "schedd.traces.workload"},
+    "compare": {"schedd.compare"},
+    "journal": {"schedd.daemon.journal_cli"},
+    "milp": {"schedd.milp", "schedd.milp.cli"},
+    "report": {"schedd.report", "schedd.report.cli"},
+    "sweep": {"schedd.sweep", "schedd.sweep.cli"},
+    "policies, cluster": {"schedd.describe_cli"},
+}
+
+
+def loaded_by(argv: list[str]) -> set[str]:
+    """The modules loaded after `schedd ARGV` ran, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from schedd.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                          text=True, check=True)
+    return set(done.stderr.splitlines()[-1].split())
+
+
+# command -> (its arguments, the modules it must load, more it must not)
+COMMAND_LINES = {
+    "--help": ([], set(), {"numpy"}),
+    "simulate": (["--policy", "easy", "--out", "{tmp}", "--no-progress", "--quiet", "--limit",
+                  "50"], COMMAND_MODULES["simulate"], set()),
+    "workload lublin": (["--jobs", "20", "-o", "{tmp}/l.swf"],
+                        {"schedd.workload_cli", "schedd.traces.lublin"},
+                        {"schedd.traces.hybrid", "schedd.traces.realtime"}),
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_LINES))
+def test_the_command_line_loads_only_the_named_command(command, tmp_path):
+    """`schedd --help` lists every command without importing one (not even NumPy),
+    `schedd simulate` imports no other command's module, `schedd workload lublin` neither,
+    nor the other workload tools (issue 21: parsers are built only when named)."""
+    args, used, unused = COMMAND_LINES[command]
+    loaded = loaded_by([*command.split(), *(a.format(tmp=tmp_path) for a in args)])
+    own = command.split()[0]
+    unused = unused | {m for name, modules in COMMAND_MODULES.items() if name != own
+                       for m in modules}
+    assert not unused & loaded, f"{command} loaded: {sorted(unused & loaded)}"
+    assert used <= loaded

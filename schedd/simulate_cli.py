@@ -1,0 +1,141 @@
+"""`schedd simulate`: replay a trace through a policy on virtual time (the offline
+simulator, `schedd.sim`). `add_parser(subparsers)` adds the command, `run(args)` runs it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from importlib import resources
+from typing import Any
+
+from .core.cluster_spec import CLUSTER_FORMS
+from .options import _at_least, add_engine_arguments, engine_options_from
+from .outputs import writable_dir as _writable_dir
+
+SAMPLE_TRACE = "sample-lublin256-1000.swf"
+
+
+def sample_path() -> str:
+    """The bundled trace that `schedd simulate` (and `schedd-replay`) run by default."""
+    return str(resources.files("schedd.data").joinpath(SAMPLE_TRACE))
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    sim = sub.add_parser(
+        "simulate",
+        help="replay a trace through a policy on virtual time",
+        description="Replay an SWF/CWF trace through a policy as fast as possible; writes "
+        "DIR/jobs.swf, DIR/jobs.csv and DIR/summary.json and prints a summary table.",
+    )
+    sim.add_argument("--trace", default=None,
+                     help="SWF or CWF trace, plain or .gz (default: the bundled 1,000-job "
+                     "excerpt of the Lublin 256-node trace)")
+    sim.add_argument("--cluster", default=None,
+                     help=f"machine: {CLUSTER_FORMS} (default: nodes:<MaxNodes of the trace>)")
+    sim.add_argument("--policy", default="easy", help="policy name (see `schedd policies`)")
+    sim.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                     help="policy option, repeatable")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the engine's RNG (failures)")
+    sim.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    sim.add_argument("--lenient", action="store_true",
+                     help="skip malformed trace lines (and report how many) instead of stopping")
+    sim.add_argument("--strict", action="store_true",
+                     help="stop with an error if any job of the trace would not be simulated "
+                     "(too large, runtime <= 0, malformed, repeated id) instead of warning")
+    sim.add_argument("--procs-per-node", type=_at_least(1, int), default=None, metavar="K",
+                     help="the trace counts processors; K per node (nodes = ceil(procs / K)); "
+                     "default: MaxProcs // MaxNodes when the header gives both and they "
+                     "differ (said in one line), else 1")
+    sim.add_argument("--from", dest="start", type=float, default=None, metavar="T",
+                     help="only jobs submitted at or after trace time T")
+    sim.add_argument("--until", type=float, default=None, metavar="T",
+                     help="only jobs submitted before trace time T")
+    sim.add_argument("--limit", type=_at_least(1, int), default=None, metavar="N",
+                     help="only the first N jobs (after --from/--until)")
+    sim.add_argument("--validate", action="store_true",
+                     help="check every engine invariant after every instant (slow)")
+    sim.add_argument("--no-progress", action="store_true", help="no progress bar")
+    shown = sim.add_mutually_exclusive_group()
+    shown.add_argument("--verbose", action="store_true",
+                       help="print the full summary table (every metric by class and "
+                       "category) instead of the short summary")
+    shown.add_argument("--quiet", action="store_true", help="print no summary")
+    shown.add_argument("--json", action="store_true",
+                       help="print summary.json to stdout instead of the summary")
+    sim.add_argument("--timeseries-step", type=_at_least(0), default=0.0, metavar="S",
+                     help="timeseries.csv at every multiple of S virtual seconds (default 0: "
+                     "one row per change of the machine's state)")
+    sim.add_argument("--no-run-files", action="store_true",
+                     help="write no segments.csv and timeseries.csv (a little faster)")
+    add_engine_arguments(sim)
+    return sim
+
+
+def run(args: argparse.Namespace) -> int:
+    from .core.cluster import NodePool
+    from .core.cluster_spec import parse_cluster
+    from .metrics import format_summary
+    from .policies import make_policy
+    from .sim import describe_run, format_brief, max_job_nodes, simulate, write_outputs
+    from .traces import TraceError, normalize, read_trace
+    from .traces.normalize import drop_line, select
+
+    path = args.trace or sample_path()
+    raw = read_trace(path, lenient=args.lenient)
+    cluster = parse_cluster(args.cluster) if args.cluster else None
+    trace = normalize(raw, max_nodes=max_job_nodes(cluster) if cluster else None,
+                      procs_per_node=args.procs_per_node, lenient=args.lenient)
+    if args.procs_per_node is None and trace.procs_per_node != 1:
+        print(f"schedd: {os.path.basename(path)}'s header gives MaxNodes "
+              f"{raw.header.max_nodes} and MaxProcs {raw.header.max_procs}: reading its "
+              f"processor counts at {trace.procs_per_node} per node (--procs-per-node "
+              f"{trace.procs_per_node}; --procs-per-node 1 reads them as nodes)",
+              file=sys.stderr)
+    if cluster is None:
+        cluster = NodePool(trace.max_nodes)
+    trace = select(trace, start=args.start, until=args.until, limit=args.limit)
+    dropped = drop_line(trace, path)
+    unwanted = drop_line(trace, path, selected=False)  # --strict: not what was asked for
+    if unwanted and args.strict:
+        raise TraceError(f"{unwanted} (--strict)")
+    if dropped:
+        print(f"schedd: warning: {dropped}", file=sys.stderr)
+    policy = make_policy(args.policy, args.opt, cluster)
+    engine_options = engine_options_from(args, policy)
+    out = _writable_dir(args.out)
+    progress, close = _progress_bar(len(trace), args.no_progress)
+    try:
+        run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
+                       check_invariants=args.validate, progress=progress,
+                       record=not args.no_run_files)
+    finally:
+        close()
+    description = describe_run(path, trace, cluster, policy, args.seed, engine_options)
+    summary = write_outputs(out, trace, run, description, args.timeseries_step)
+    if args.json:
+        print(json.dumps(summary, indent=2, allow_nan=False))
+        return 0
+    if args.verbose:
+        print(format_summary(summary))
+    elif not args.quiet:
+        print(format_brief(summary))
+    if not args.quiet:
+        files = "" if args.no_run_files else ", segments.csv, timeseries.csv"
+        print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json{files}")
+    return 0
+
+
+def _progress_bar(total: int, disabled: bool) -> tuple[Any, Any]:
+    """A tqdm bar on a terminal; nothing when stderr is not a terminal."""
+    if disabled or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="job", file=sys.stderr, leave=False)
+
+    def update(done: int) -> None:
+        bar.update(done - bar.n)
+
+    return update, bar.close
