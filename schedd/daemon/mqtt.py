@@ -21,6 +21,10 @@ Topics (docs/mqtt.md):
     schedd/<cluster>/rejected/<user>        their rejections, QoS 1
     schedd/<cluster>/notices                anonymous notices in: only without tokens
     schedd/<cluster>/notices/rejected       their rejections, QoS 1
+
+A notice with a `request_id` is applied once: the handler answers a repeat with the same
+content with `Duplicate` (acknowledged, logged, not applied again) and a reuse of the id
+for another notice with a refusal. Without one, notices are at-least-once (docs/mqtt.md).
 """
 
 from __future__ import annotations
@@ -55,8 +59,19 @@ class Refusal:
     error: str
 
 
-# notice: (payload, who published it) -> None when accepted, else why not.
-NoticeHandler = Callable[[dict[str, Any], Principal], Awaitable["str | Refusal | None"]]
+@dataclass(frozen=True)
+class Duplicate:
+    """A handler's answer to a notice whose `request_id` its user already used for the
+    same notice (a publisher's retry, or QoS 1 delivering it again): acknowledged, not
+    applied again. `stimulus_id` is the first notice's."""
+
+    stimulus_id: int
+
+
+# notice: (payload, who published it) -> None when accepted, a Duplicate when accepted
+# before, else why not.
+NoticeHandler = Callable[[dict[str, Any], Principal],
+                         Awaitable["str | Refusal | Duplicate | None"]]
 
 COMMANDS = ("notice",)  # the <command> levels of schedd/<cluster>/cmd/<user>/<command>
 # Refusal reasons: metrics.MQTT_REJECT_REASONS lists them (their series start at 0).
@@ -117,6 +132,7 @@ class MqttBus:
         self.username = username  # the broker login (password_file), not a token user
         self.password = password
         self.notices_rejected = 0  # no Prometheus series for these; tests and logs read it
+        self.notices_duplicate = 0  # repeats acknowledged, not applied again (no series either)
         self._out: deque[_Outgoing] = deque()
         self._wakeup = asyncio.Event()
         self._connected = asyncio.Event()
@@ -349,6 +365,12 @@ class MqttBus:
             # Counted in schedd_notices_total by the daemon when it applies the notice.
             log.info("mqtt notice accepted", job_id=obj.get("job_id"), user=principal.user,
                      request_id=obj.get("request_id"))
+            return
+        if isinstance(outcome, Duplicate):
+            # Not an error: the publisher retried (or the broker delivered it twice).
+            self.notices_duplicate += 1
+            log.info("mqtt notice duplicate", job_id=obj.get("job_id"), user=principal.user,
+                     request_id=obj.get("request_id"), stimulus_id=outcome.stimulus_id)
             return
         if isinstance(outcome, str):
             outcome = Refusal("invalid", outcome)

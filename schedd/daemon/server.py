@@ -45,7 +45,7 @@ from .metrics import DaemonMetrics
 from .service import MAX_WAITING, Refused, SchedulerService
 
 if TYPE_CHECKING:
-    from .mqtt import Refusal
+    from .mqtt import Duplicate, Refusal
 
 log = structlog.get_logger("schedd.serve")
 SERVICE_NAME = "schedd.v1.Scheduler"
@@ -321,16 +321,16 @@ class Daemon:
             "cluster": self.name})
 
     async def _mqtt_notice(self, payload: dict[str, Any],
-                           principal: Principal = ANONYMOUS_OPERATOR) -> str | Refusal | None:
+                           principal: Principal = ANONYMOUS_OPERATOR
+                           ) -> str | Refusal | Duplicate | None:
         """A notice published on MQTT by `principal` (the bus mapped the topic's user to
-        it): the RPC's validation and ownership rules, then the journal."""
-        from .mqtt import Refusal
-        from .records import Stimulus
+        it): the RPC's validation, ownership rules and request-id idempotency, then the
+        journal (`SchedulerService.mqtt_notice`)."""
+        from .mqtt import Duplicate, Refusal
 
         _principal.set(principal)
         try:
-            body = self.service.notice_of_payload(payload, source="mqtt")
-            await self.journal.append([Stimulus("notice", body, principal.user)])
+            stimulus_id, duplicate = await self.service.mqtt_notice(payload)
         except (KeyError, TypeError, ValueError) as err:
             return f"a notice needs job_id, expected_arrival, nodes and walltime ({err})"
         except Refused as err:
@@ -340,7 +340,7 @@ class Daemon:
         except JournalError as err:
             self.metrics.journal_write_errors.inc()
             return str(err)
-        return None
+        return Duplicate(stimulus_id) if duplicate else None
 
     async def wait(self) -> None:
         await self._stopped.wait()

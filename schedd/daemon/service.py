@@ -4,7 +4,8 @@ Every refusal is one sentence with the right status: INVALID_ARGUMENT for a malf
 request, NOT_FOUND for an unknown job, FAILED_PRECONDITION for a request the job's state
 does not allow, ALREADY_EXISTS for a job id in use, PERMISSION_DENIED for another user's
 job. A repeated `request_id` with the same request gets the first answer (idempotent); with
-a different request it is ALREADY_EXISTS. Protobuf stops here: the host and the engine see
+a different request it is ALREADY_EXISTS. MQTT advance notices share the checks and the
+request ids (`mqtt_notice`). Protobuf stops here: the host and the engine see
 plain Python values.
 """
 
@@ -175,10 +176,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         log.debug("accepted", kind=stimuli[0].kind, stimuli=len(stimuli),
                   first_stimulus_id=stimuli[0].seq)
 
-    async def _once(self, request: Any, context: grpc.aio.ServicerContext,
+    async def _once(self, request: Any, context: grpc.aio.ServicerContext | None,
                     build: Any) -> dict[str, Any]:
         """Idempotency by request_id: run `build` (which journals) once per request id.
-        Request ids are per user: one user's id never answers another's request."""
+        Request ids are per user: one user's id never answers another's request. MQTT
+        notices come through here too (`mqtt_notice`, without a context)."""
         if not request.request_id:
             return dict(await build())
         rid = request_key(request.request_id)
@@ -485,11 +487,13 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
         return await self._guard(context, run())
 
-    def notice_of_payload(self, payload: dict[str, Any], source: str) -> dict[str, Any]:
-        """A notice from decoded JSON (MQTT): each field a JSON number within its limits
-        (not a string, a boolean or a fraction where a whole number belongs; the walltime
-        may also be a duration string, "1:30:00" or "1h30m"), then the same checks as the
-        RPC. KeyError if one is missing."""
+    def notice_of_payload(self, payload: dict[str, Any]) -> pb.AdvanceNoticeRequest:
+        """The `AdvanceNotice` request an MQTT notice (decoded JSON) stands for: each field a
+        JSON number within its limits (not a string, a boolean or a fraction where a whole
+        number belongs; the walltime may also be a duration string, "1:30:00" or "1h30m"),
+        `request_id` a string (absent, null or "": none). KeyError if a field is missing.
+        Only the checks that do not depend on the daemon's state: those come after the
+        request id (`mqtt_notice`), as over gRPC."""
         values = {}
         for name in ("job_id", "expected_arrival", "nodes", "walltime", "notice_time"):
             if name == "notice_time" and name not in payload:
@@ -498,10 +502,57 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             if name == "walltime" and is_duration_text(value):
                 value = parse_duration(value, "a walltime")
             values[name] = _limit(name, value)
-        return self.notice_body(int(values["job_id"]), float(values["expected_arrival"]),
-                                int(values["nodes"]), float(values["walltime"]),
-                                float(values["notice_time"]) if "notice_time" in values
-                                else None, source=source)
+        request_id = payload.get("request_id")
+        if request_id is None:
+            request_id = ""
+        if not isinstance(request_id, str):
+            _invalid(f"request_id must be a string, got {limits.shown(request_id)}")
+        why = limits.text_problem("request_id", request_id)
+        if why is not None:
+            _invalid(why)
+        request = pb.AdvanceNoticeRequest(
+            request_id=request_id, job_id=int(values["job_id"]),
+            expected_arrival=float(values["expected_arrival"]), nodes=int(values["nodes"]),
+            walltime=float(values["walltime"]))
+        if "notice_time" in values:
+            request.notice_time = float(values["notice_time"])
+        return request
+
+    async def mqtt_notice(self, payload: dict[str, Any]) -> tuple[int, bool]:
+        """An advance notice published on MQTT by the current principal: the checks,
+        ownership rules and idempotency of the `AdvanceNotice` RPC, then the journal.
+        Returns (stimulus id, duplicate): a `request_id` the principal already used for
+        the same notice (over MQTT or gRPC; request ids are per user, `request_key`)
+        answers with the first notice's stimulus and journals nothing. Raises Refused
+        (ALREADY_EXISTS when the id was used for a different request), KeyError or
+        TypeError for a missing field, JournalError when the journal cannot be written.
+
+        The fingerprint is that of the equivalent `AdvanceNoticeRequest`, so a notice
+        retried over the other transport is recognised as the same request. Not
+        `_commit`: an MQTT notice has no retry hint to carry, so it is not refused as busy
+        (as before)."""
+        request = self.notice_of_payload(payload)
+
+        async def build(fp: str = "") -> dict[str, Any]:
+            body = self.notice_body(request.job_id, request.expected_arrival, request.nodes,
+                                    request.walltime,
+                                    request.notice_time if request.HasField("notice_time")
+                                    else None, source="mqtt")
+            st = Stimulus("notice", body, current_principal().user,
+                          request_key(request.request_id), response={"_fp": fp})
+            await self.journal.append([st])
+            return {**st.response, "stimulus_id": st.seq}
+
+        try:
+            r = await self._once(request, None, build)
+        except Refused as err:
+            if err.code != grpc.StatusCode.ALREADY_EXISTS:
+                raise
+            raise Refused(err.code, f"request_id {request.request_id!r} was already used "
+                          f"by {current_principal().user} for a different request; a "
+                          "retried notice must repeat it unchanged, a new notice needs a "
+                          "new request_id.") from None
+        return int(r["stimulus_id"]), bool(r.get("duplicate", False))
 
     def notice_body(self, job_id: int, arrival: float, nodes: int, walltime: float,
                     notice_time: float | None, source: str = "rpc") -> dict[str, Any]:
