@@ -93,7 +93,8 @@ CREATE TABLE IF NOT EXISTS snapshot (
 CREATE TABLE IF NOT EXISTS requests (
     request_id TEXT PRIMARY KEY,
     seq INTEGER NOT NULL,
-    response TEXT NOT NULL
+    response TEXT NOT NULL,
+    accepted_wall REAL
 );
 CREATE TABLE IF NOT EXISTS rejected (
     seq INTEGER PRIMARY KEY,
@@ -112,6 +113,25 @@ TABLES = ("meta", "stimuli", "overruns", "progress", "finished", "finished_count
 
 class JournalError(RuntimeError):
     """The journal cannot be used (one sentence)."""
+
+
+# How long a request id answers retries once its stimulus is compacted away; then the id
+# may be used again (SCHEDD_REQUEST_ID_DAYS; 0 keeps every id for the journal's life).
+REQUEST_ID_DAYS = 7.0
+
+
+def request_id_days() -> float:
+    text = os.environ.get("SCHEDD_REQUEST_ID_DAYS", "")
+    if not text:
+        return REQUEST_ID_DAYS
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not 0 <= days <= 36500:
+        raise JournalError("SCHEDD_REQUEST_ID_DAYS must be a number of days from 0 to "
+                           f"36,500 (0 = keep every request id), not {text!r}")
+    return days
 
 
 @dataclass
@@ -167,6 +187,7 @@ class Journal:
         self._on_commit_seconds = on_commit_seconds
         self._next_seq = 1
         self._acked_fd: int | None = None
+        self.request_id_seconds = request_id_days() * 86400.0
         self.on_committed: Callable[[list[Stimulus]], None] | None = None
         self._executor.submit(self._open, check).result()
 
@@ -194,6 +215,10 @@ class Journal:
             columns = {r[1] for r in db.execute("PRAGMA table_info(stimuli)")}
             if "crc" not in columns:  # a journal of an earlier version
                 db.execute("ALTER TABLE stimuli ADD COLUMN crc INTEGER")
+            if "accepted_wall" not in {r[1] for r in db.execute("PRAGMA table_info(requests)")}:
+                # An earlier version kept no age: its ids get a full window from now.
+                db.execute("ALTER TABLE requests ADD COLUMN accepted_wall REAL")
+                db.execute("UPDATE requests SET accepted_wall = ?", (time.time(),))
             last = db.execute("SELECT MAX(m) FROM (SELECT MAX(seq) AS m FROM stimuli "
                               "UNION ALL SELECT MAX(seq) FROM rejected)").fetchone()[0]
         except sqlite3.DatabaseError as err:
@@ -345,7 +370,9 @@ class Journal:
 
     def snapshot(self, snap: Snapshot) -> None:
         """Store live state and compact: the stimuli it covers leave the journal (their
-        request ids and answers stay in `requests`, for retries)."""
+        request ids and answers stay in `requests`, for retries, until they are older
+        than SCHEDD_REQUEST_ID_DAYS: a daemon that runs for months keeps a bounded
+        table)."""
         def work(db: sqlite3.Connection) -> None:
             db.execute("INSERT INTO snapshot (id, last_seq, engine_time, clock, state, crc) "
                        "VALUES (1, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
@@ -353,9 +380,13 @@ class Journal:
                        "clock = excluded.clock, state = excluded.state, crc = excluded.crc",
                        (snap.last_seq, snap.engine_time, snap.clock, snap.state,
                         zlib.crc32(snap.state)))
-            db.execute("INSERT OR REPLACE INTO requests (request_id, seq, response) "
-                       "SELECT request_id, seq, response FROM stimuli WHERE seq <= ? AND "
-                       "request_id IS NOT NULL", (snap.last_seq,))
+            db.execute("INSERT OR REPLACE INTO requests (request_id, seq, response, "
+                       "accepted_wall) SELECT request_id, seq, response, accepted_wall "
+                       "FROM stimuli WHERE seq <= ? AND request_id IS NOT NULL",
+                       (snap.last_seq,))
+            if self.request_id_seconds > 0:
+                db.execute("DELETE FROM requests WHERE accepted_wall < ?",
+                           (time.time() - self.request_id_seconds,))
             # Keep the last covered stimulus so the sequence continues after it.
             db.execute("DELETE FROM stimuli WHERE seq < ?", (snap.last_seq,))
 
