@@ -25,6 +25,7 @@ USER_ERRORS = (
     ("schedd.policies.base", "PolicyError"),
     ("schedd.core.decisions", "DecisionError"),
     ("schedd.compare", "CompareError"),
+    ("schedd.sweep.cells", "SweepError"),
     ("schedd.outputs", "UsageError"),
 )
 

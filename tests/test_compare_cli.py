@@ -56,3 +56,12 @@ def test_unwritable_outputs_are_refused_before_any_simulation(shared_traces):
     assert proc.returncode == 2
     assert proc.stderr == ("schedd: error: cannot write /proc/x/c.json (No such file or "
                            "directory)\n")
+
+
+def test_a_missing_trace_is_one_sentence(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "schedd", "compare", "--trace",
+                           str(tmp_path / "absent.swf")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"schedd: error: cannot read trace {tmp_path / 'absent.swf'}: No "
+                           "such file or directory\n")
