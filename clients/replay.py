@@ -55,6 +55,7 @@ import numpy as np
 from schedd.core.job import JobSpec
 from schedd.core.results import COLUMNS
 from schedd.suggest import SuggestingParser
+from schedd.trace_options import add_trace_selection, procs_per_node_line
 from schedd.v1 import scheduler_pb2 as pb
 
 from .common import add_connection_arguments, aio_channel, metadata, rpc_error_text, stub
@@ -96,15 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-rebase", action="store_true",
                    help="keep the trace's own submit times (a daemon started with "
                    "--start-time near them)")
-    p.add_argument("--from", dest="start", type=float, default=None, metavar="T",
-                   help="only jobs submitted at or after trace time T")
-    p.add_argument("--until", type=float, default=None, metavar="T",
-                   help="only jobs submitted before trace time T")
-    p.add_argument("--limit", type=_positive_int, default=None, metavar="N",
-                   help="replay only the first N jobs (after --from/--until)")
-    p.add_argument("--procs-per-node", type=_positive_int, default=None, metavar="K",
-                   help="the trace counts processors, K per node (default: MaxProcs // "
-                   "MaxNodes when the header gives both and they differ, else 1)")
+    add_trace_selection(p, verb="replay only")
     p.add_argument("--force", action="store_true",
                    help="replay even if the daemon's cluster does not match the trace "
                    "(jobs larger than the machine are dropped and counted)")
@@ -273,12 +266,9 @@ class Replay:
         a = self.args
         raw = read_trace(path, lenient=a.lenient)
         trace = normalize(raw, procs_per_node=a.procs_per_node, lenient=a.lenient)
-        if a.procs_per_node is None and trace.procs_per_node != 1:
-            print(f"schedd-replay: {os.path.basename(path)}'s header gives MaxNodes "
-                  f"{raw.header.max_nodes} and MaxProcs {raw.header.max_procs}: reading its "
-                  f"processor counts at {trace.procs_per_node} per node (--procs-per-node "
-                  f"{trace.procs_per_node}; --procs-per-node 1 reads them as nodes)",
-                  file=sys.stderr)
+        said = procs_per_node_line("schedd-replay", path, raw, trace, a.procs_per_node)
+        if said:
+            print(said, file=sys.stderr)
         mismatch = _machine_mismatch(raw.header, trace, info)
         if mismatch and not a.force:
             raise ReplayError(f"{mismatch}; start the daemon with --cluster "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from importlib import resources
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from .core.cluster_spec import CLUSTER_FORMS
 from .options import _at_least, add_engine_arguments, engine_options_from
 from .outputs import writable_dir as _writable_dir
+from .trace_options import add_trace_selection, procs_per_node_line
 
 SAMPLE_TRACE = "sample-lublin256-1000.swf"
 
@@ -44,16 +44,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     sim.add_argument("--strict", action="store_true",
                      help="stop with an error if any job of the trace would not be simulated "
                      "(too large, runtime <= 0, malformed, repeated id) instead of warning")
-    sim.add_argument("--procs-per-node", type=_at_least(1, int), default=None, metavar="K",
-                     help="the trace counts processors; K per node (nodes = ceil(procs / K)); "
-                     "default: MaxProcs // MaxNodes when the header gives both and they "
-                     "differ (said in one line), else 1")
-    sim.add_argument("--from", dest="start", type=float, default=None, metavar="T",
-                     help="only jobs submitted at or after trace time T")
-    sim.add_argument("--until", type=float, default=None, metavar="T",
-                     help="only jobs submitted before trace time T")
-    sim.add_argument("--limit", type=_at_least(1, int), default=None, metavar="N",
-                     help="only the first N jobs (after --from/--until)")
+    add_trace_selection(sim)
     sim.add_argument("--validate", action="store_true",
                      help="check every engine invariant after every instant (slow)")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -87,12 +78,9 @@ def run(args: argparse.Namespace) -> int:
     cluster = parse_cluster(args.cluster) if args.cluster else None
     trace = normalize(raw, max_nodes=max_job_nodes(cluster) if cluster else None,
                       procs_per_node=args.procs_per_node, lenient=args.lenient)
-    if args.procs_per_node is None and trace.procs_per_node != 1:
-        print(f"schedd: {os.path.basename(path)}'s header gives MaxNodes "
-              f"{raw.header.max_nodes} and MaxProcs {raw.header.max_procs}: reading its "
-              f"processor counts at {trace.procs_per_node} per node (--procs-per-node "
-              f"{trace.procs_per_node}; --procs-per-node 1 reads them as nodes)",
-              file=sys.stderr)
+    said = procs_per_node_line("schedd", path, raw, trace, args.procs_per_node)
+    if said:
+        print(said, file=sys.stderr)
     if cluster is None:
         cluster = NodePool(trace.max_nodes)
     trace = select(trace, start=args.start, until=args.until, limit=args.limit)

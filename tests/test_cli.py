@@ -68,7 +68,7 @@ def test_bad_trace_line_names_file_and_line(tmp_path):
     (["--mttr", "0"], "argument --mttr: expected a duration > 0 h, got 0"),
     (["--mttr", "soon"], "argument --mttr: expected a duration (seconds (5400), [D-]H:MM:SS "
      "(1:30:00) or units (1h30m)), got 'soon'"),
-    (["--procs-per-node", "0"], "argument --procs-per-node: expected a number >= 1, got 0"),
+    (["--procs-per-node", "0"], "argument --procs-per-node: expected a whole number >= 1, got '0'"),
 ])
 def test_user_errors_are_one_sentence(tmp_path, args, message):
     proc = schedd("simulate", *args, "--out", str(tmp_path / "o"), check=False)
