@@ -30,6 +30,16 @@ def _host_port(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _client_id(text: str) -> str:
+    """An MQTT client id: not empty (a persistent session needs one), no NUL, at most
+    limits.MAX_NAME characters."""
+    if not text or "\0" in text or len(text) > limits.MAX_NAME:
+        raise argparse.ArgumentTypeError(
+            f"expected 1 to {limits.MAX_NAME} characters without NUL, got "
+            f"{limits.shown(text)}")
+    return text
+
+
 def _limited(name: str, kind: type = float) -> Any:
     """An argparse type: a number within the shared limits of `name` (schedd/limits.py)."""
 
@@ -125,6 +135,10 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
                    "deploy/mosquitto.acl lets user 'schedd' publish events")
     p.add_argument("--mqtt-password-file", metavar="FILE",
                    help="file whose first line is the --mqtt-user password")
+    p.add_argument("--mqtt-client-id", type=_client_id, metavar="ID",
+                   help="MQTT client id, under which the broker keeps the daemon's session "
+                   "(notices published while it is down); one per daemon on a broker "
+                   "(default schedd-<name>)")
     p.add_argument("--agents", default="virtual", choices=["virtual", "external"],
                    help="who answers JIT checkpoint requests: the in-process virtual agent "
                    "after the modelled time (default), or external agents via CheckpointDone")

@@ -22,9 +22,14 @@ Topics (docs/mqtt.md):
     schedd/<cluster>/notices                anonymous notices in: only without tokens
     schedd/<cluster>/notices/rejected       their rejections, QoS 1
 
+Notices are at-least-once end to end (docs/mqtt.md, "Delivery of notices"): the bus's
+session is persistent (clean_session=False, a stable client id, `schedd-<cluster>` by
+default), so the broker keeps notices published while the daemon is down or restarting,
+and a notice is acknowledged (PUBACK) only once the handler has answered, that is after
+it is journalled or refused; a daemon killed before that gets it again from the broker.
 A notice with a `request_id` is applied once: the handler answers a repeat with the same
 content with `Duplicate` (acknowledged, logged, not applied again) and a reuse of the id
-for another notice with a refusal. Without one, notices are at-least-once (docs/mqtt.md).
+for another notice with a refusal. Without one, a redelivered notice is applied again.
 """
 
 from __future__ import annotations
@@ -32,14 +37,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import signal
 import threading
-import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiomqtt
+import paho.mqtt.client as paho
 import structlog
 
 from schedd.daemon.auth import ANONYMOUS_OPERATOR, Principal, TokenStore
@@ -80,6 +87,11 @@ BACKOFF_MIN = 0.25
 KEEPALIVE = 15  # seconds; a silent dead broker is noticed within about 2 x this
 OP_TIMEOUT = 10.0  # seconds for CONNACK, SUBACK, PUBACK
 RAW_LIMIT = 200  # characters of a rejected payload echoed back
+# Tests only: kill -9 the daemon at one point of handling a notice, to check that the
+# broker gives it again ("received": taken from the connection, not yet handled;
+# "handled": journalled or refused, not yet acknowledged). tests/test_mqtt_notice_durable.py
+CRASH_ENV = "SCHEDD_MQTT_CRASH_AT"
+CRASH_POINTS = ("received", "handled")
 
 
 def encode(obj: Any) -> bytes:
@@ -122,7 +134,9 @@ class MqttBus:
         self.metrics = metrics
         self.on_notice = on_notice
         self.max_queue = max_queue
-        self.client_id = client_id or f"schedd-{cluster}-{uuid.uuid4().hex[:8]}"
+        # Stable: the broker keeps the session (subscriptions, undelivered notices) under
+        # this id, and a restarted daemon resumes it. Two daemons on one broker need two.
+        self.client_id = client_id or default_client_id(cluster)
         self.backoff_max = max(backoff_max, BACKOFF_MIN)
         self.prefix = f"schedd/{cluster}"
         self.notice_topic = f"{self.prefix}/notices"  # anonymous: only without tokens
@@ -138,6 +152,8 @@ class MqttBus:
         self._connected = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
+        crash_at = os.environ.get(CRASH_ENV, "")
+        self._crash_at = crash_at if crash_at in CRASH_POINTS else ""
 
     # -- the daemon's side: non-blocking, never raises --------------------------------
 
@@ -209,9 +225,15 @@ class MqttBus:
         down_logged = False
         try:
             while True:
+                # A persistent session: the broker keeps our subscriptions and queues
+                # QoS 1 notices while we are away (down, restarting, killed), and sends
+                # again those we did not acknowledge.
                 client = aiomqtt.Client(self.host, self.port, identifier=self.client_id,
                                         username=self.username, password=self.password,
-                                        keepalive=KEEPALIVE, timeout=OP_TIMEOUT)
+                                        keepalive=KEEPALIVE, timeout=OP_TIMEOUT,
+                                        clean_session=False)
+                # Before connecting: the broker sends queued notices right after CONNACK.
+                _paho(client).manual_ack_set(True)
                 try:
                     async with client:
                         if self.on_notice is not None:
@@ -302,16 +324,40 @@ class MqttBus:
             self.metrics.mqtt_published.labels(kind=msg.kind).inc()
 
     async def _read(self, client: aiomqtt.Client) -> None:
+        """Handle the messages one at a time, in order, and acknowledge each once it is
+        handled: an accepted notice is then journalled (committed), a refused one logged
+        and its rejection queued. One at a time also keeps the PUBACKs in the order of
+        the PUBLISHes, which MQTT 3.1.1 requires (section 4.6); paho's `ack` sends at
+        once, so the order is ours to keep. Cancelled (shutdown, lost connection) before
+        the acknowledgement, a notice stays the broker's, which sends it again on the next
+        connection; its `request_id` makes that repeat harmless."""
         # Also runs without a notice handler: it is what notices a lost connection.
         async for message in client.messages:
-            if self.on_notice is None:
-                continue
-            topic = str(message.topic)
-            if message.topic.matches(self.command_topic):
-                user, command = topic.split("/")[-2:]
-                await self._handle_command(user, command, message.payload)
-            elif message.topic.matches(self.notice_topic):
-                await self._handle_anonymous(message.payload)
+            if self.on_notice is not None:
+                topic = str(message.topic)
+                if message.topic.matches(self.command_topic):
+                    await self._crash_point("received", client)
+                    user, command = topic.split("/")[-2:]
+                    await self._handle_command(user, command, message.payload)
+                    await self._crash_point("handled", client)
+                elif message.topic.matches(self.notice_topic):
+                    await self._crash_point("received", client)
+                    await self._handle_anonymous(message.payload)
+                    await self._crash_point("handled", client)
+            # Anything else (a subscription a former run left in the session) is
+            # acknowledged too, or it would hold up the ones after it.
+            _ack(client, message)
+
+    async def _crash_point(self, point: str, client: aiomqtt.Client) -> None:
+        """SCHEDD_MQTT_CRASH_AT (tests only): kill -9 ourselves here. First let the
+        connection write what it has queued, as it would while the journal commits: an
+        acknowledgement sent on arrival (the bus before manual acks) goes out now."""
+        if self._crash_at != point:
+            return
+        while _paho(client).want_write():
+            await asyncio.sleep(0.001)
+        log.warning("mqtt crash point: kill -9", point=point)
+        os.kill(os.getpid(), signal.SIGKILL)
 
     async def _handle_command(self, user: str, command: str, payload: Any) -> None:
         """`cmd/<user>/<command>`: the broker's ACL vouches that <user> published it."""
@@ -394,6 +440,33 @@ def _text(payload: Any) -> str:
     if isinstance(payload, bytes | bytearray):
         return bytes(payload).decode("utf-8", errors="replace")
     return "" if payload is None else str(payload)
+
+
+def default_client_id(cluster: str) -> str:
+    """The bus's MQTT client id unless given one: one per cluster name, the same on every
+    start, so that the daemon resumes its broker session (docs/mqtt.md)."""
+    return f"schedd-{cluster}"
+
+
+def _paho(client: aiomqtt.Client) -> paho.Client:
+    # aiomqtt 2.5.1 has no manual acknowledgement (empicano/aiomqtt#345, PR #346 not
+    # merged), but its paho-mqtt client has (`manual_ack_set`, `ack`, paho >= 2.0): the
+    # one place the bus reaches under aiomqtt's public API.
+    return client._client  # noqa: SLF001
+
+
+def _ack(client: aiomqtt.Client, message: aiomqtt.Message) -> None:
+    """PUBACK `message` (QoS 1; QoS 0 needs none). On a connection that is gone it does
+    nothing: the broker sends the message again on the next one."""
+    if message.qos == 0:
+        return
+    rc: object
+    try:
+        rc = _paho(client).ack(message.mid, message.qos)
+    except Exception as exc:
+        rc = exc
+    if rc != paho.MQTT_ERR_SUCCESS:
+        log.debug("mqtt ack not sent", mid=message.mid, error=str(rc))
 
 
 def _retrieve_disconnect_error(client: aiomqtt.Client) -> None:

@@ -289,11 +289,15 @@ class Daemon:
         return grpc.ssl_server_credentials([(pem["tls_key"], pem["tls_cert"])])
 
     def _start_bus(self) -> None:
-        from .mqtt import MqttBus
+        from .mqtt import MqttBus, default_client_id
 
         mhost, mport = self.args.mqtt
+        # The broker keeps the bus's session under this id (clean_session=False): the
+        # same on every start, so a restart resumes it; another daemon needs another.
+        client_id = getattr(self.args, "mqtt_client_id", None) or default_client_id(self.name)
         self.bus = MqttBus(host=mhost, port=mport, cluster=self.name, metrics=self.metrics,
                            on_notice=self._mqtt_notice, tokens=self.tokens,
+                           client_id=client_id,
                            username=getattr(self.args, "mqtt_user", None),
                            password=self.mqtt_password)
         self.events.add_listener(self.bus.publish_event)
