@@ -123,16 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from schedd.traces import TraceError

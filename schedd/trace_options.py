@@ -9,7 +9,8 @@ import os
 from typing import Any
 
 
-def _whole_at_least_1(text: str) -> int:
+def whole_at_least_1(text: str) -> int:
+    """An argparse type: a whole number >= 1, else a one-sentence error."""
     try:
         value = int(text)
     except ValueError:
@@ -22,7 +23,7 @@ def _whole_at_least_1(text: str) -> int:
 def add_trace_selection(parser: argparse.ArgumentParser, *, verb: str = "") -> None:
     """--procs-per-node, --from, --until and --limit; `verb` starts the --limit help
     ("replay only the first N jobs")."""
-    parser.add_argument("--procs-per-node", type=_whole_at_least_1, default=None,
+    parser.add_argument("--procs-per-node", type=whole_at_least_1, default=None,
                         metavar="K",
                         help="the trace counts processors; K per node (nodes = ceil(procs / "
                         "K)); default: MaxProcs // MaxNodes when the header gives both and "
@@ -31,7 +32,7 @@ def add_trace_selection(parser: argparse.ArgumentParser, *, verb: str = "") -> N
                         help="only jobs submitted at or after trace time T")
     parser.add_argument("--until", type=float, default=None, metavar="T",
                         help="only jobs submitted before trace time T")
-    parser.add_argument("--limit", type=_whole_at_least_1, default=None, metavar="N",
+    parser.add_argument("--limit", type=whole_at_least_1, default=None, metavar="N",
                         help=f"{verb or 'only'} the first N jobs (after --from/--until)")
 
 

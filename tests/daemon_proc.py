@@ -10,7 +10,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -109,3 +111,16 @@ def read_events(stub, request: pb.WatchEventsRequest, n: int,
     finally:
         call.cancel()
     return events
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """`check()` once it is truthy; fails naming `what` after `timeout` seconds (a
+    deadline to fail by, not a timing that is asserted)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)

@@ -23,13 +23,13 @@ import sqlite3
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
 import pytest
 from daemon_proc import DaemonProc, read_events
+from daemon_proc import wait_until as _until
 from mqtt_broker import shared_broker_kind
 
 from schedd.daemon.config import add_serve_parser
@@ -50,17 +50,6 @@ def broker(mqtt_broker: tuple[str, int]) -> tuple[str, int]:
 
 def _name() -> str:
     return f"dura{uuid.uuid4().hex[:8]}"
-
-
-def _until(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _serve(name: str, host: str, port: int, db: Path,

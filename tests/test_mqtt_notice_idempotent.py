@@ -20,11 +20,11 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import aiomqtt
 import pytest
 from daemon_proc import DaemonProc, read_events
+from daemon_proc import wait_until as _until
 
 from schedd.v1 import scheduler_pb2 as pb
 
@@ -33,17 +33,6 @@ WAIT = 20.0  # seconds: a deadline to fail by, not a timing that is asserted
 
 def _name() -> str:
     return f"idem{uuid.uuid4().hex[:8]}"
-
-
-def _until(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _subscribed(d: DaemonProc) -> None:
