@@ -84,6 +84,7 @@ from schedd.core.results import CLASS_CODES  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 from schedd.run_files import timeseries_table  # noqa: E402
 from schedd.sim import simulate  # noqa: E402
+from schedd.sweep.dask_client import where  # noqa: E402
 from schedd.sweep.tasks import TaskRunner, add_task_arguments  # noqa: E402
 from schedd.traces import normalize, read_trace  # noqa: E402
 from schedd.traces.hybrid import MIXES, HybridParams, make_hybrid  # noqa: E402
@@ -689,7 +690,7 @@ def main() -> int:
         "# Hybrid workload scheduling on Theta (hybrid paper §V)",
         f"machine: {platform.machine()}, {platform.system()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, NumPy {np.__version__}; "
-        f"simulations on {TaskRunner(workers=args.workers, scheduler=args.scheduler).where()}",
+        f"simulations on {where(args.workers, args.scheduler)}",
         "command: `" + " ".join([Path(sys.executable).name]
                                 + [Path(sys.argv[0]).as_posix()] + sys.argv[1:]) + "`",
         f"Trace {Path(args.trace).name} on a node pool of its MaxNodes; job model `--ckpt "

@@ -77,6 +77,7 @@ from schedd.core.engine import EngineOptions  # noqa: E402
 from schedd.core.results import STATE_CODES  # noqa: E402
 from schedd.policies import make_policy  # noqa: E402
 from schedd.sim import max_job_nodes, simulate  # noqa: E402
+from schedd.sweep.dask_client import where  # noqa: E402
 from schedd.sweep.tasks import TaskRunner, add_task_arguments  # noqa: E402
 from schedd.traces import normalize  # noqa: E402
 from schedd.traces.lublin import (  # noqa: E402
@@ -563,7 +564,7 @@ def main() -> int:
     lines = ["# Delayed-LOS / Hybrid-LOS experiments (LOS paper §V)", "",
              f"machine: {platform.machine()}, {platform.system()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, NumPy {np.__version__}; "
-             f"simulations on {TaskRunner(workers=args.workers, scheduler=args.scheduler).where()}",
+             f"simulations on {where(args.workers, args.scheduler)}",
              "",
              "command: `" + " ".join([Path(sys.executable).name] + sys.argv) + "`", "",
              f"{args.jobs} jobs per workload, seeds 0..{seeds - 1}, cluster {CLUSTER}, "

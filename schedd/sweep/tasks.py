@@ -73,8 +73,11 @@ def function_id(fn: Callable[..., Any]) -> tuple[str, str]:
 
 def task_key(fn: Callable[..., Any], args: tuple[Any, ...], code: str | None = None,
              data: str = "") -> str:
-    name, source = function_id(fn)
-    body = {"fn": name, "source": source, "code": code or code_version(), "data": data,
+    return _key(function_id(fn), args, code or code_version(), data)
+
+
+def _key(fn_id: tuple[str, str], args: tuple[Any, ...], code: str, data: str) -> str:
+    body = {"fn": fn_id[0], "source": fn_id[1], "code": code, "data": data,
             "args": canonical(args)}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -127,6 +130,7 @@ class TaskRunner:
         self._client_cm: Any = None
         self._client: Any = None
         self.ran = 0  # tasks simulated (not read from the cache)
+        self._code: str | None = None
 
     def __enter__(self) -> TaskRunner:
         return self
@@ -161,10 +165,12 @@ class TaskRunner:
         `only_cached` runs nothing: the cached results, None for the others. A task
         that raises does not stop the others: after all of them, TaskFailed names every
         failed task with its arguments."""
-        code = code_version()
+        if self._code is None:  # the sources do not change during a run: hash them once
+            self._code = code_version()
         data = hashlib.sha256("".join(file_sha(str(p)) for p in depends_on).encode()
                               ).hexdigest()
-        keys = [task_key(fn, tuple(args), code, data) for args in argsets]
+        fn_id = function_id(fn)  # reads the script once per batch, not once per task
+        keys = [_key(fn_id, tuple(args), self._code, data) for args in argsets]
         cache = self.cache
         results: list[Any] = [load_result(cache, k) if cache else _MISSING for k in keys]
         todo = [i for i, r in enumerate(results) if r is _MISSING]
