@@ -219,6 +219,9 @@ class Journal:
                 # An earlier version kept no age: its ids get a full window from now.
                 db.execute("ALTER TABLE requests ADD COLUMN accepted_wall REAL")
                 db.execute("UPDATE requests SET accepted_wall = ?", (time.time(),))
+            # Each snapshot drops the ids older than the window: by index, not a scan of
+            # every request of the last days.
+            db.execute("CREATE INDEX IF NOT EXISTS requests_by_age ON requests (accepted_wall)")
             last = db.execute("SELECT MAX(m) FROM (SELECT MAX(seq) AS m FROM stimuli "
                               "UNION ALL SELECT MAX(seq) FROM rejected)").fetchone()[0]
         except sqlite3.DatabaseError as err:
