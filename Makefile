@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 # Modules mypyc compiles at install (setup.py); editing one rebuilds, so no stale build runs.
 COMPILED := schedd/core/engine.py schedd/core/engine_state.py schedd/core/engine_jobs.py \
             schedd/core/engine_preempt.py schedd/core/engine_elastic.py schedd/core/exec_state.py schedd/core/recorder.py schedd/core/job.py schedd/core/lifecycle.py schedd/core/results.py \
-            schedd/core/events.py schedd/core/view.py schedd/core/checkpoint.py \
+            schedd/core/events.py schedd/core/view.py schedd/core/checkpoint.py schedd/core/node_numbers.py \
             schedd/policies/backfill.py
 
 $(STAMP): pyproject.toml constraints.txt setup.py $(COMPILED)

@@ -23,6 +23,7 @@ COMPILED = [
     "schedd/core/events.py",
     "schedd/core/view.py",
     "schedd/core/checkpoint.py",
+    "schedd/core/node_numbers.py",
     "schedd/policies/backfill.py",
 ]
 

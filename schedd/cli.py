@@ -12,7 +12,13 @@ with one sentence on stderr and exit status 2 — never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+# NumPy's OpenBLAS starts one thread per core when it loads, which costs a short command
+# about 0.1 CPU s (docs/benchmarks.md); schedd does no linear algebra worth a thread pool.
+# Set before any command module imports NumPy; a user's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .commands import COMMANDS, LazySubParsersAction, add_commands, load
 from .suggest import SuggestingParser

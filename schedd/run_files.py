@@ -16,14 +16,14 @@ in force at every multiple of the step).
 
 from __future__ import annotations
 
-import bisect
-import heapq
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
 from .core.bgq import BlockCluster, iter_bits
 from .core.cluster import Cluster
+from .core.node_numbers import lowest_first
 from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunRecorder
 from .core.results import CLASS_CODES
 
@@ -56,68 +56,14 @@ def interval_set(ids: list[int]) -> str:
     return " ".join(parts)
 
 
-class _FreeNodes:
-    """Free node numbers of a pool, handed out lowest first as ranges."""
-
-    def __init__(self, total: int):
-        self._ranges: list[tuple[int, int]] = [(0, total)]  # [lo, hi), sorted, disjoint
-
-    def take(self, n: int) -> list[tuple[int, int]]:
-        got: list[tuple[int, int]] = []
-        while n > 0:
-            if not self._ranges:
-                raise ValueError("more nodes held than the machine has")
-            lo, hi = self._ranges[0]
-            k = min(n, hi - lo)
-            got.append((lo, lo + k))
-            n -= k
-            if lo + k == hi:
-                self._ranges.pop(0)
-            else:
-                self._ranges[0] = (lo + k, hi)
-        return got
-
-    def give(self, ranges: list[tuple[int, int]]) -> None:
-        free = self._ranges
-        for lo, hi in ranges:
-            i = bisect.bisect_left(free, (lo, hi))
-            if i > 0 and free[i - 1][1] == lo:  # joins the range before it
-                i -= 1
-                lo = free[i][0]
-                del free[i]
-            if i < len(free) and free[i][0] == hi:  # and the one after it
-                hi = free[i][1]
-                del free[i]
-            free.insert(i, (lo, hi))
-
-
-def _ranges_text(ranges: list[tuple[int, int]]) -> str:
-    if len(ranges) == 1:  # the common case: one contiguous range
-        lo, hi = ranges[0]
-        return str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}"
-    return " ".join(str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}" for lo, hi in sorted(ranges))
-
-
 def pool_placement(start: np.ndarray, end: np.ndarray, nodes: np.ndarray,
                    total: int) -> list[str]:
-    """Node interval sets for pool segments: lowest-first fit in time order."""
+    """Node interval sets for pool segments: lowest-first fit in time order
+    (schedd.core.node_numbers)."""
     order = np.lexsort((np.arange(len(start)), start))
-    free = _FreeNodes(total)
-    ending: list[tuple[float, int]] = []  # (end, segment index)
-    held: dict[int, list[tuple[int, int]]] = {}
-    text = [""] * len(start)
-    # Plain Python numbers: indexing NumPy arrays element by element is the slow part.
-    starts, ends, sizes = start.tolist(), end.tolist(), nodes.tolist()
-    for i in order.tolist():
-        t = starts[i]
-        while ending and ending[0][0] <= t:
-            _, k = heapq.heappop(ending)
-            free.give(held.pop(k))
-        ranges = free.take(int(sizes[i]))
-        held[i] = ranges
-        text[i] = _ranges_text(ranges)
-        heapq.heappush(ending, (float(ends[i]), i))
-    return text
+    return lowest_first(order.tolist(), np.asarray(start, dtype=np.float64).tolist(),
+                        np.asarray(end, dtype=np.float64).tolist(),
+                        np.asarray(nodes, dtype=np.int64).tolist(), total)
 
 
 def segment_table(rec: RunRecorder, cluster: Cluster,
@@ -215,7 +161,7 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
                 partitions[lo:hi], reasons,
                 [CLASS_CODES[c] for c in t["job_class"][lo:hi].tolist()],
             ]
-            out.writelines(",".join(row) + "\n" for row in zip(*columns, strict=True))
+            write_rows(out, columns, ",")
 
 
 def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarray]:
@@ -273,7 +219,16 @@ def write_timeseries_csv(path: Path, rec: RunRecorder, step: float = 0.0) -> Non
         out.write(",".join(TIMESERIES_COLUMNS) + "\n")
         for lo in range(0, len(table["time"]), CHUNK):
             columns = [column_text(table[name][lo:lo + CHUNK]) for name in TIMESERIES_COLUMNS]
-            out.writelines(",".join(row) + "\n" for row in zip(*columns, strict=True))
+            write_rows(out, columns, ",")
+
+
+def write_rows(out: TextIO, columns: list[list[str]], sep: str) -> None:
+    """Rows of equal-length text columns, one line each. `map(sep.join, zip(...))` joins
+    every row in C: a generator building each line in Python cost about twice as much."""
+    if not columns or not columns[0]:
+        return
+    out.write("\n".join(map(sep.join, zip(*columns, strict=True))))
+    out.write("\n")
 
 
 def fmt_number(value: float) -> str:

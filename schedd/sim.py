@@ -23,7 +23,7 @@ from .core.results import CLASS_CODES, COLUMNS, STATE_CODES, ResultTable
 from .core.validate import validate
 from .metrics import MetricOptions, summarize
 from .policies import Policy
-from .run_files import column_text, write_segments_csv, write_timeseries_csv
+from .run_files import column_text, write_rows, write_segments_csv, write_timeseries_csv
 from .traces import NormalizedTrace
 
 # SWF status field (11): 1 completed, 0 failed/killed, 5 cancelled.
@@ -130,11 +130,11 @@ def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray
         for line in header_lines:
             out.write(f";{line}\n" if not line.startswith(";") else f"{line}\n")
         for lo in range(0, len(res["id"]), CHUNK):
-            fields = [column_text(c[lo:lo + CHUNK]) for c in columns]
-            out.writelines(
-                f"{i} {sub} {wait} {run} {n} -1 -1 {rp} {rt} -1 {st} {u} {g} -1 {q} -1 -1 -1\n"
-                for i, sub, wait, run, n, rp, rt, st, u, g, q in zip(*fields, strict=True)
-            )
+            i, sub, wait, run, n, rp, rt, st, u, g, q = (column_text(c[lo:lo + CHUNK])
+                                                         for c in columns)
+            unused = ["-1"] * len(i)  # the SWF fields schedd does not fill
+            write_rows(out, [i, sub, wait, run, n, unused, unused, rp, rt, unused, st, u, g,
+                             unused, q, unused, unused, unused], " ")
 
 
 def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
@@ -146,7 +146,7 @@ def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
             texts = [column_text(res[name][lo:lo + CHUNK]) for name in names]
             texts.append([CLASS_CODES[c] for c in res["job_class"][lo:lo + CHUNK].tolist()])
             texts.append([STATE_CODES[s] for s in res["final_state"][lo:lo + CHUNK].tolist()])
-            out.writelines(",".join(row) + "\n" for row in zip(*texts, strict=True))
+            write_rows(out, texts, ",")
 
 
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,

@@ -6,6 +6,9 @@ command line loads is tested in tests/test_import_graph.py."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -95,3 +98,21 @@ def test_a_builder_must_add_the_parser_it_is_listed_for():
         parser.parse_args(["a"])
     with pytest.raises(argparse.ArgumentError, match="conflicting subparser: c"):
         sub.add_lazy("c", "again", lambda action: None)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+@pytest.mark.parametrize("setting", [None, "2"])
+def test_the_command_line_keeps_numpy_to_one_blas_thread_unless_told(setting):
+    """OpenBLAS starts a thread per core when NumPy loads (about 0.1 CPU s a process); the
+    command line asks for one unless the user set OPENBLAS_NUM_THREADS themselves."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = setting
+    code = ("import os, schedd.cli, numpy; "
+            "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=True)
+    told, threads = done.stdout.split()
+    assert told == (setting or "1")
+    if setting is None:
+        assert threads == "1"  # no OpenBLAS worker threads next to the main one
