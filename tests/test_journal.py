@@ -304,3 +304,35 @@ def test_retry_of_a_request_compacted_away_is_answered_not_applied(tmp_path: Pat
         again = _submit(d.stub(), 3)
         assert again.duplicate and again.job_id == 3
         assert d.stub().ListJobs(pb.ListJobsRequest(page_size=100), timeout=5).total == 12
+
+
+def test_by_default_a_snapshot_waits_for_as_many_stimuli_as_there_are_live_jobs(
+        tmp_path: Path) -> None:
+    """A snapshot's cost grows with the live jobs; by default the next one is due after
+    max(5,000, live jobs) applied stimuli, so its cost per stimulus stays bounded. Three
+    streams of 6,000 jobs that all stay queued: a snapshot after the first (6,000 applied,
+    6,000 live), none after the second (6,001 applied since, 12,000 live) or the third
+    (12,002 applied since, 18,000 live). A fixed SCHEDD_SNAPSHOT_EVERY=5000 takes one after
+    each."""
+    def snapshots_after_streams(env: dict[str, str]) -> list[int]:
+        counts = []
+        with DaemonProc("--clock", "lockstep", "--cluster", "nodes:64", "--policy", "easy",
+                        "--state-db", str(tmp_path / f"j{len(env)}.sqlite"), env=env) as d:
+            s = d.stub()
+            for k in range(1, 4):
+                jobs = [pb.SubmitJobRequest(nodes=64, walltime=1e7) for _ in range(6000)]
+                s.SubmitJobs(iter([pb.SubmitJobsRequest(jobs=jobs)]), timeout=120)
+
+                # Answered after the iteration that applies it, and a snapshot that
+                # iteration makes due is stored before then.
+                s.AdvanceClock(pb.AdvanceClockRequest(by=1), timeout=120)
+                info = s.GetCluster(pb.GetClusterRequest(), timeout=10)
+                assert sum(c.jobs for c in info.queue_by_class) + \
+                    sum(c.jobs for c in info.running_by_class) == 6000 * k
+                counts.append(d.log().count("snapshot stored, journal compacted"))
+        return counts
+
+    scaled = snapshots_after_streams({})
+    fixed = snapshots_after_streams({"SCHEDD_SNAPSHOT_EVERY": "5000"})
+    assert scaled == [1, 1, 1]
+    assert fixed == [1, 2, 3]

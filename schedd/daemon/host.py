@@ -176,6 +176,10 @@ class EngineHost:
         self.last_applied_seq = 0  # stimuli up to here are applied (in seq order)
         self._applied_since_snapshot = 0
         self.snapshot_every = SNAPSHOT_EVERY
+        # With the default interval, a snapshot also waits for as many stimuli as there are
+        # live jobs: its cost grows with the live jobs, so this bounds its cost per stimulus
+        # (and recovery still replays at most that many). An interval set explicitly is kept.
+        self.snapshot_scales = True
         # Set by the daemon: extra state for snapshots (the service's id cursor).
         self.snapshot_extra: Callable[[], dict[str, Any]] = dict
         self.restored_extra: dict[str, Any] = {}
@@ -256,7 +260,7 @@ class EngineHost:
             if out.applied:
                 self.last_applied_seq = out.applied[-1][0]
                 self._applied_since_snapshot += len(out.applied)
-                if self._applied_since_snapshot >= self.snapshot_every:
+                if self._applied_since_snapshot >= self._snapshot_due():
                     await self._snapshot()
             if idle_run and out.caught_up:
                 self._run_until_idle = False
@@ -269,6 +273,12 @@ class EngineHost:
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
+
+    def _snapshot_due(self) -> int:
+        """Applied stimuli after which the next snapshot is taken."""
+        if self.snapshot_scales:
+            return max(self.snapshot_every, len(self.records))
+        return self.snapshot_every
 
     async def _snapshot(self) -> None:
         """Store the live state and compact the journal to it (between iterations)."""

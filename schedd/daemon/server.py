@@ -84,11 +84,12 @@ def _env_count(name: str, default: int) -> int:
     return int(text)
 
 
-def _snapshot_every() -> int:
-    """SCHEDD_SNAPSHOT_EVERY: stimuli applied between snapshots."""
-    from .snapshot import SNAPSHOT_EVERY
-
-    return _env_count("SCHEDD_SNAPSHOT_EVERY", SNAPSHOT_EVERY)
+def _snapshot_every() -> int | None:
+    """SCHEDD_SNAPSHOT_EVERY: stimuli applied between snapshots; None when not set (the
+    default: 5,000, or the number of live jobs when more)."""
+    if not os.environ.get("SCHEDD_SNAPSHOT_EVERY"):
+        return None
+    return _env_count("SCHEDD_SNAPSHOT_EVERY", 1)
 
 
 def topic_name(cluster: Cluster, name: str | None) -> str:
@@ -184,7 +185,9 @@ class Daemon:
         self.service.requests = RequestMemo(self.journal)
         self.service.known_ids = KnownIds(set(self.service.known_ids), self.journal)
         self.host.snapshot_extra = lambda: {"next_id": self.service.next_id}
-        self.host.snapshot_every = _snapshot_every()
+        every = _snapshot_every()
+        if every is not None:
+            self.host.snapshot_every, self.host.snapshot_scales = every, False
         self.host.record_in_memory = _env_count("SCHEDD_RECORD_IN_MEMORY", RECORD_IN_MEMORY)
         self.host.on_stored = lambda job_id: self.service.known_ids.discard(job_id)
         if rec.empty:

@@ -11,28 +11,58 @@ Finished jobs are not in a snapshot: they are in the results store.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import pickle
 import types
+from collections.abc import Iterator
 from typing import Any
 
 SNAPSHOT_EVERY = 5_000  # stimuli applied between snapshots (then the journal is compacted)
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a snapshot is pickled or unpickled: the objects
+    this allocates trigger collections, each of which walks every live job (a snapshot of
+    100,000 queued jobs took about twice as long with the collector running)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _named(kind: str, name: str) -> Any:
+    """Stands for a reference by name in a snapshot; only `_Unpickler` resolves it."""
+    raise pickle.UnpicklingError(f"the {kind} reference {name!r} belongs inside a snapshot")
+
+
 class _Pickler(pickle.Pickler):
+    """Stores the named objects, and the owner's bound methods, as `_named(kind, name)`.
+
+    `reducer_override` rather than `persistent_id`: pickle calls `persistent_id` for every
+    object, ints and strings included, and that one Python call per object was most of a
+    snapshot's time (100,000 queued jobs: 7.4 CPU s, holding the GIL the acknowledgements
+    need; docs/benchmarks.md); `reducer_override` is not called for exact ints, floats,
+    strings, bytes, lists, tuples, dicts and sets."""
+
     def __init__(self, f: io.BytesIO, objects: dict[str, Any], owner: object):
         super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
         self._names = {id(obj): name for name, obj in objects.items()}
         self._objects = objects
         self._owner = owner
 
-    def persistent_id(self, obj: Any) -> Any:
+    def reducer_override(self, obj: Any) -> Any:
         name = self._names.get(id(obj))
         if name is not None and self._objects[name] is obj:
-            return ("object", name)
+            return _named, ("object", name)
         if isinstance(obj, types.MethodType) and obj.__self__ is self._owner:
-            return ("owner-method", obj.__func__.__name__)
-        return None
+            return _named, ("owner-method", obj.__func__.__name__)
+        return NotImplemented
 
 
 class _Unpickler(pickle.Unpickler):
@@ -41,7 +71,14 @@ class _Unpickler(pickle.Unpickler):
         self._objects = objects
         self._owner = owner
 
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == "_named":
+            return lambda kind, ref: self.persistent_load((kind, ref))
+        return super().find_class(module, name)
+
     def persistent_load(self, pid: Any) -> Any:
+        """A reference by name: `_named` in a snapshot of this version, a persistent id
+        in one stored by an earlier version (both restore)."""
         kind, name = pid
         if kind == "object" and name in self._objects:
             return self._objects[name]
@@ -56,13 +93,15 @@ def dumps(objects: dict[str, Any], extra: dict[str, Any], owner: Any = None) -> 
     payload = {"states": {name: (type(obj).__qualname__, obj.__getstate__())
                           for name, obj in objects.items()}, "extra": extra}
     f = io.BytesIO()
-    _Pickler(f, {**objects, "owner": owner}, owner).dump(payload)
+    with _collector_paused():
+        _Pickler(f, {**objects, "owner": owner}, owner).dump(payload)
     return f.getvalue()
 
 
 def restore(data: bytes, objects: dict[str, Any], owner: Any = None) -> dict[str, Any]:
     """Put the stored states into `objects` (same names, same classes); returns extra."""
-    payload = _Unpickler(io.BytesIO(data), {**objects, "owner": owner}, owner).load()
+    with _collector_paused():
+        payload = _Unpickler(io.BytesIO(data), {**objects, "owner": owner}, owner).load()
     states = payload["states"]
     if set(states) != set(objects):
         raise ValueError(f"the snapshot holds {sorted(states)}, not {sorted(objects)}")
