@@ -167,10 +167,13 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
+_NUMBERS = (int, float)  # a tuple: `int | float` would build a union at every call
+
+
 def problem(name: str, value: Any, label: str | None = None) -> str | None:
     """Why `value` is not acceptable for field `name` (one sentence), or None."""
     limit = LIMITS[name]
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, _NUMBERS):
         return f"{label or name} must be a number, got {_show(value)}"
     if not limit.accepts(value):
         return f"{label or name} must be {limit.describe()}, got {_show(value)}"
