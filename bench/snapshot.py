@@ -9,15 +9,26 @@ Reported per N: best CPU seconds of `dumps` and `restore` over --repeat runs, CP
 microseconds per live job, and the snapshot's size. The engine thread holds the GIL for
 most of that time, which the event loop's acknowledgements then wait for; docs/daemon.md
 says how often a snapshot is taken.
+
+    .venv/bin/python bench/snapshot.py --streams 6      # a real daemon, a growing queue
+
+With --streams K: a real `schedd serve` (lockstep, nodes:64, EASY, journal on disk, the
+default snapshot interval) takes K+1 SubmitJobs streams of 20,000 jobs that all stay
+queued; printed: each stream's jobs/s after the first, and every snapshot the daemon
+logged (live jobs, seconds).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from schedd.core.cluster import NodePool
@@ -46,11 +57,48 @@ def best_cpu(work: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, out
 
 
+def daemon_streams(streams: int, size: int = 20_000) -> None:
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "tests"))
+    from daemon_proc import DaemonProc
+
+    from schedd.v1 import scheduler_pb2 as pb
+    from schedd.v1 import scheduler_pb2_grpc as pb_grpc
+
+    with tempfile.TemporaryDirectory() as work:
+        dp = DaemonProc("--clock", "lockstep", "--cluster", "nodes:64", "--policy", "easy",
+                        "--state-db", f"{work}/journal.sqlite", "--log-level", "info")
+        try:
+            with dp.channel() as channel:
+                stub = pb_grpc.SchedulerStub(channel)
+                jobs = [pb.SubmitJobRequest(nodes=1 + i % 64, walltime=3600.0)
+                        for i in range(size)]
+                rates = []
+                for k in range(streams + 1):
+                    start = time.perf_counter()
+                    stub.SubmitJobs(iter([pb.SubmitJobsRequest(jobs=jobs)]), timeout=300)
+                    if k:  # the first stream fills an empty daemon: not counted
+                        rates.append(size / (time.perf_counter() - start))
+                stub.AdvanceClock(pb.AdvanceClockRequest(by=1), timeout=300)
+            snaps = [json.loads(line) for line in dp.log().splitlines()
+                     if "snapshot stored" in line]
+        finally:
+            dp.kill()
+    print(f"streams of {size:,} jobs/s: " + ", ".join(f"{r:,.0f}" for r in rates))
+    print("snapshots (live jobs, seconds): " + ", ".join(
+        f"({s['live_jobs']:,}, {s['seconds']})" for s in snaps))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", default="10000,30000,100000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--streams", type=int, default=0,
+                        help="instead: a real daemon taking this many 20,000-job streams")
     args = parser.parse_args()
+    if args.streams:
+        daemon_streams(args.streams)
+        return
     import schedd.core.engine as compiled
 
     build = "compiled (mypyc)" if compiled.__file__.endswith(".so") else "pure Python"
