@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/plan_sa.py
 	$(BIN)/python bench/los_dp.py
 	$(BIN)/python bench/daemon.py
+	$(BIN)/python bench/snapshot.py
 	$(BIN)/python bench/hybrid.py
 	$(BIN)/python bench/wcjs.py
 
