@@ -40,3 +40,35 @@ def test_no_method_is_defined_twice_along_the_chain():
             if callable(value) and not name.startswith("__"):
                 assert name not in seen, f"{name} in {cls.__name__} and {seen[name]}"
                 seen[name] = cls.__name__
+
+
+def test_job_init_takes_every_field_by_name_in_order_with_its_default():
+    """Job's __init__ is written out (so mypyc compiles it): it must stay the one the
+    dataclass would generate — every field, by name and in order, with its default."""
+    import dataclasses
+
+    from schedd.core.cluster import Allocation
+    from schedd.core.job import Job, JobClass
+
+    fields = dataclasses.fields(Job)
+    values = {"id": 7, "submit": 1.5, "nodes": 3, "walltime": 9.0, "user": 4, "project": 5,
+              "job_class": JobClass.MALLEABLE, "min_nodes": 2, "checkpointable": False,
+              "requested_start": 2.5, "queue": 6, "state": JobState.RUNNING,
+              "alloc_nodes": 3, "allocation": Allocation(3), "first_start": 1.25,
+              "last_start": 2.25, "predicted_end": 3.25, "end_time": 4.25,
+              "preemptions": 8, "restarts": 9,
+              "history": [(1.0, JobState.QUEUED, "submit")]}
+    assert [f.name for f in fields] == list(values)
+    for job in (Job(**values), Job(*values.values())):
+        for name, value in values.items():
+            assert getattr(job, name) == value and type(getattr(job, name)) is type(value)
+        assert job.history is values["history"] and job.allocation is values["allocation"]
+    required = [f.name for f in fields if f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING]
+    bare = Job(*(values[name] for name in required))
+    for f in fields[len(required):]:
+        expected = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        assert getattr(bare, f.name) == expected, f.name
+    assert bare.history is not Job(*(values[name] for name in required)).history
+    cls, args = Job(**values).__reduce__()
+    assert cls is Job and all(getattr(cls(*args), n) == v for n, v in values.items())

@@ -111,7 +111,7 @@ class JobSpec:
         return by_fields(self)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, init=False)
 class Job:
     """A job as policies see it. Only the engine writes these fields."""
 
@@ -136,6 +136,40 @@ class Job:
     preemptions: int = 0
     restarts: int = 0
     history: list[tuple[float, JobState, str]] = field(default_factory=list)
+
+    # Written out rather than generated: mypyc compiles this one, while the dataclass's
+    # generated __init__ ran interpreted, once per job of every run (issue 21). Same
+    # parameters, order and defaults as the fields above (by_fields rebuilds a Job with
+    # all of them; tests/test_engine_layers.py checks the signature against the fields).
+    def __init__(self, id: int, submit: float, nodes: int, walltime: float, user: int,
+                 project: int, job_class: JobClass, min_nodes: int, checkpointable: bool,
+                 requested_start: float, queue: int, state: JobState = JobState.QUEUED,
+                 alloc_nodes: int = 0, allocation: Allocation | None = None,
+                 first_start: float = -1.0, last_start: float = -1.0,
+                 predicted_end: float = -1.0, end_time: float = -1.0, preemptions: int = 0,
+                 restarts: int = 0,
+                 history: list[tuple[float, JobState, str]] | None = None) -> None:
+        self.id = id
+        self.submit = submit
+        self.nodes = nodes
+        self.walltime = walltime
+        self.user = user
+        self.project = project
+        self.job_class = job_class
+        self.min_nodes = min_nodes
+        self.checkpointable = checkpointable
+        self.requested_start = requested_start
+        self.queue = queue
+        self.state = state
+        self.alloc_nodes = alloc_nodes
+        self.allocation = allocation
+        self.first_start = first_start
+        self.last_start = last_start
+        self.predicted_end = predicted_end
+        self.end_time = end_time
+        self.preemptions = preemptions
+        self.restarts = restarts
+        self.history = [] if history is None else history
 
     @property
     def malleable(self) -> bool:
