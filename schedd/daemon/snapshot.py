@@ -19,7 +19,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-SNAPSHOT_EVERY = 5_000  # stimuli applied between snapshots (then the journal is compacted)
+SNAPSHOT_EVERY = 5_000  # stimuli applied between snapshots, at least (EngineHost._snapshot_due)
 
 
 @contextlib.contextmanager
