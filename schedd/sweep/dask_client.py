@@ -3,6 +3,7 @@ single-threaded processes by default, or an existing cluster at `scheduler`."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,9 +15,14 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
 
     cluster = None
     if scheduler is None:
-        # One thread per worker: a simulation holds the GIL the whole time.
+        # One thread per worker: a simulation holds the GIL the whole time. Dask's own
+        # logs only at CRITICAL: while the cluster shuts down a worker's heartbeat can
+        # race the scheduler's close, and the worker then logs that with a traceback on
+        # the user's terminal after a run that succeeded (seen in CI). What a sweep's
+        # user needs, a task that failed and with which arguments, the sweep reports.
         cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
-                               processes=True, dashboard_address=None)
+                               processes=True, dashboard_address=None,
+                               silence_logs=logging.CRITICAL)
     client = Client(scheduler or cluster)
     try:
         yield client
