@@ -175,11 +175,10 @@ class EngineHost:
         self.record_in_memory = RECORD_IN_MEMORY
         self.last_applied_seq = 0  # stimuli up to here are applied (in seq order)
         self._applied_since_snapshot = 0
-        self.snapshot_every = SNAPSHOT_EVERY
-        # With the default interval, a snapshot also waits for as many stimuli as there are
-        # live jobs: its cost grows with the live jobs, so this bounds its cost per stimulus
-        # (and recovery still replays at most that many). An interval set explicitly is kept.
-        self.snapshot_scales = True
+        # A fixed interval (SCHEDD_SNAPSHOT_EVERY), or None: the default, which also waits
+        # for as many stimuli as there are live jobs. A snapshot's cost grows with the live
+        # jobs, so that bounds its cost per stimulus (recovery replays at most that many).
+        self.snapshot_every: int | None = None
         # Set by the daemon: extra state for snapshots (the service's id cursor).
         self.snapshot_extra: Callable[[], dict[str, Any]] = dict
         self.restored_extra: dict[str, Any] = {}
@@ -276,8 +275,8 @@ class EngineHost:
 
     def _snapshot_due(self) -> int:
         """Applied stimuli after which the next snapshot is taken."""
-        if self.snapshot_scales:
-            return max(self.snapshot_every, len(self.records))
+        if self.snapshot_every is None:
+            return max(SNAPSHOT_EVERY, len(self.records))
         return self.snapshot_every
 
     async def _snapshot(self) -> None:

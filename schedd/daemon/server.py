@@ -185,9 +185,7 @@ class Daemon:
         self.service.requests = RequestMemo(self.journal)
         self.service.known_ids = KnownIds(set(self.service.known_ids), self.journal)
         self.host.snapshot_extra = lambda: {"next_id": self.service.next_id}
-        every = _snapshot_every()
-        if every is not None:
-            self.host.snapshot_every, self.host.snapshot_scales = every, False
+        self.host.snapshot_every = _snapshot_every()
         self.host.record_in_memory = _env_count("SCHEDD_RECORD_IN_MEMORY", RECORD_IN_MEMORY)
         self.host.on_stored = lambda job_id: self.service.known_ids.discard(job_id)
         if rec.empty:

@@ -23,7 +23,7 @@ SNAPSHOT_EVERY = 5_000  # stimuli applied between snapshots, at least (EngineHos
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def _live_objects_frozen() -> Iterator[None]:
     """The objects alive now are left out of the collector's walks while a snapshot is
     pickled or unpickled: the allocations this makes trigger collections, and each walked
     every live job (100,000 queued jobs: dumps 3.4 -> 2.8 CPU s). `gc.freeze`, not
@@ -93,14 +93,14 @@ def dumps(objects: dict[str, Any], extra: dict[str, Any], owner: Any = None) -> 
     payload = {"states": {name: (type(obj).__qualname__, obj.__getstate__())
                           for name, obj in objects.items()}, "extra": extra}
     f = io.BytesIO()
-    with _collector_paused():
+    with _live_objects_frozen():
         _Pickler(f, {**objects, "owner": owner}, owner).dump(payload)
     return f.getvalue()
 
 
 def restore(data: bytes, objects: dict[str, Any], owner: Any = None) -> dict[str, Any]:
     """Put the stored states into `objects` (same names, same classes); returns extra."""
-    with _collector_paused():
+    with _live_objects_frozen():
         payload = _Unpickler(io.BytesIO(data), {**objects, "owner": owner}, owner).load()
     states = payload["states"]
     if set(states) != set(objects):
