@@ -72,3 +72,36 @@ def test_job_init_takes_every_field_by_name_in_order_with_its_default():
     assert bare.history is not Job(*(values[name] for name in required)).history
     cls, args = Job(**values).__reduce__()
     assert cls is Job and all(getattr(cls(*args), n) == v for n, v in values.items())
+
+
+def test_jobspec_init_takes_every_field_by_name_in_order_with_its_default():
+    """JobSpec's __init__ is written out too (mypyc compiles it; the frozen dataclass's
+    generated one ran interpreted): every field by name and in order, with its default,
+    and the instance stays frozen and hashable as the dataclass made it."""
+    import dataclasses
+
+    import pytest
+
+    from schedd.core.job import JobClass, JobSpec, Notice
+
+    fields = dataclasses.fields(JobSpec)
+    values = {"id": 7, "submit": 1.5, "runtime": 8.5, "nodes": 3, "walltime": 9.0, "user": 4,
+              "project": 5, "job_class": JobClass.MALLEABLE, "min_nodes": 2,
+              "checkpointable": False, "ckpt_gb_per_node": 0.75, "setup": 1.25,
+              "requested_start": 2.5, "notice": Notice(0.5, 1.5, 3, 9.0), "queue": 6,
+              "ckpt_interval": 60.0}
+    assert [f.name for f in fields] == list(values)
+    for spec in (JobSpec(**values), JobSpec(*values.values())):
+        for name, value in values.items():
+            assert getattr(spec, name) == value and type(getattr(spec, name)) is type(value)
+    required = [f.name for f in fields if f.default is dataclasses.MISSING]
+    bare = JobSpec(*(values[name] for name in required))
+    for f in fields[len(required):]:
+        assert getattr(bare, f.name) == f.default, f.name
+    spec = JobSpec(**values)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.nodes = 4  # type: ignore[misc]
+    assert spec == JobSpec(**values) and hash(spec) == hash(JobSpec(**values))
+    assert spec != dataclasses.replace(spec, nodes=4)
+    cls, args = spec.__reduce__()
+    assert cls is JobSpec and cls(*args) == spec

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -187,3 +188,22 @@ def test_fast_path_is_taken_for_plain_and_extended_chunks():
 def test_header_only_dataclass_defaults():
     h = TraceHeader()
     assert (h.max_nodes, h.max_procs, h.unix_start_time, h.lines) == (None, None, None, [])
+
+
+def test_whole_number_chunks_take_the_integer_parser_and_read_the_same():
+    """The integer parser (5x faster) reads a chunk only when every field is a whole
+    number; one fraction, exponent or int64 overflow sends the chunk to the float parser,
+    and either way the values are those the float parser gives."""
+    row = b"1 0 5 100 4 -1 -1 4 200 -1 1 3 2 -1 -1 -1 -1 -1\n"
+    whole = row + row.replace(b"100", b"+7") + row.replace(b"200", b"9007199254740992")
+    as_floats = np.loadtxt(io.BytesIO(whole), dtype=np.float64, ndmin=2)
+    parsed = swf_module._whole_numbers(whole)
+    assert parsed is not None and parsed.dtype == np.float64
+    assert np.array_equal(parsed, as_floats)
+    for odd in (b"100.5", b"1e2", b"nan", b"9223372036854775808", b"0x10"):
+        chunk = whole.replace(b"100", odd, 1)
+        assert swf_module._whole_numbers(chunk) is None, odd
+    plain = row + row.replace(b"100", b"+7")  # within the trace limits: the fast path
+    block = swf_module._fast_block(plain.replace(b"100", b"100.25", 1))
+    assert block is not None and block[0, 3] == 100.25 and block[1, 3] == 7.0
+    assert np.array_equal(swf_module._fast_block(plain), as_floats[:2])

@@ -313,17 +313,32 @@ def _fast_block(data: bytes) -> np.ndarray | None:
     if not N_SWF <= nfields <= N_MAX or not data.isascii():
         return None
     letters = nfields > TYPE_FIELD
-    dtype: Any = _struct_dtype(nfields) if letters else np.float64
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            parsed = np.loadtxt(io.BytesIO(data), dtype=dtype, comments=None, ndmin=1)
-    except ValueError:
-        return None
+    parsed = None if letters else _whole_numbers(data)
+    if parsed is None:
+        dtype: Any = _struct_dtype(nfields) if letters else np.float64
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                parsed = np.loadtxt(io.BytesIO(data), dtype=dtype, comments=None, ndmin=1)
+        except ValueError:
+            return None
     block = _letters_to_codes(parsed, nfields) if letters else parsed.reshape(-1, nfields)
     if block is None or not _valid_block(block):
         return None
     return block
+
+
+def _whole_numbers(data: bytes) -> np.ndarray | None:
+    """The chunk as float64 if every field is written as a whole number (most traces),
+    else None. NumPy parses integers about 5x faster than floats (KTH: 14 against 75 ms)
+    and strictly: "1.5", "1e3", "nan" or a value beyond int64 fail the whole chunk, which
+    the float parser then reads. A value comes out as the float parser's would, except
+    that "-0" gives 0.0 rather than -0.0 (equal in every comparison the engine makes)."""
+    try:
+        ints = np.loadtxt(io.BytesIO(data), dtype=np.int64, comments=None, ndmin=1)
+    except (ValueError, OverflowError):
+        return None
+    return ints.astype(np.float64)
 
 
 def _first_field_count(data: bytes) -> int:
