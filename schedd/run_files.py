@@ -17,7 +17,6 @@ in force at every multiple of the step).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 
@@ -26,6 +25,15 @@ from .core.cluster import Cluster
 from .core.node_numbers import lowest_first
 from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunRecorder
 from .core.results import CLASS_CODES
+from .text_columns import (
+    Cells,
+    Text,
+    constant_cells,
+    join_rows,
+    number_cells,
+    text_cells,
+    word_cells,
+)
 
 CHUNK = 65_536  # rows formatted at a time: keeps a million-row file small in memory
 SEGMENT_COLUMNS = (
@@ -130,38 +138,53 @@ def recorder_from_tables(tables: dict[str, dict[str, np.ndarray]]) -> RunRecorde
 def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
                        results: dict[str, np.ndarray], workload: str) -> None:
     t = segment_table(rec, cluster, results)
+    n = len(t["job"])
+    block_code = None
     if isinstance(cluster, BlockCluster):
+        # Both texts depend on the block alone: made once per block the run used.
         units = cluster.unit_mask
-        resources = [interval_set(list(iter_bits(cluster.blocks[b].mask & units)))
-                     for b in t["block"].tolist()]
-        partitions = [cluster.block_name(b) for b in t["block"].tolist()]
+        used, block_code = np.unique(t["block"], return_inverse=True)
+        block_resources = [interval_set(list(iter_bits(cluster.blocks[b].mask & units)))
+                           for b in used.tolist()]
+        block_names = [cluster.block_name(b) for b in used.tolist()]
     else:
-        resources = pool_placement(t["start"], t["end"], t["nodes"], cluster.total_nodes)
-        partitions = [""] * len(resources)
+        placement = pool_placement(t["start"], t["end"], t["nodes"], cluster.total_nodes)
     wait = t["start"] - t["submit"]
     turnaround = t["end"] - t["submit"]
     run = t["end"] - t["start"]
     stretch = np.divide(turnaround, run, out=np.full(len(run), -1.0), where=run > 0)
-    with open(path, "w") as out:
-        out.write(",".join(SEGMENT_COLUMNS) + "\n")
+    reason_words = {  # the words of each end reason in its three columns
+        "success": ["1" if r == "completed" else "0" for r in END_REASONS],
+        "final_state": [_BATSIM_STATE[r] for r in END_REASONS],
+        "end_reason": list(END_REASONS),
+    }
+    with open(path, "wb") as out:
+        out.write((",".join(SEGMENT_COLUMNS) + "\n").encode())
         # Formatted a block of rows at a time: a million segments' text is never all held.
-        for lo in range(0, len(run), CHUNK):
+        for lo in range(0, n, CHUNK):
             hi = lo + CHUNK
-            reasons = [END_REASONS[r] for r in t["reason"][lo:hi].tolist()]
-            n = len(reasons)
+            reason = t["reason"][lo:hi]
+            rows = len(reason)
+            success, final_state, end_reason = (word_cells(reason, words)
+                                                for words in reason_words.values())
+            resources: Cells | Text
+            if block_code is not None:
+                resources = word_cells(block_code[lo:hi], block_resources)
+                partitions = word_cells(block_code[lo:hi], block_names)
+            else:
+                resources, partitions = text_cells(placement[lo:hi]), constant_cells("", rows)
             columns = [
-                column_text(t["job"][lo:hi]), [workload] * n, column_text(t["submit"][lo:hi]),
-                column_text(t["req_nodes"][lo:hi]), column_text(t["walltime"][lo:hi]),
-                ["1" if r == "completed" else "0" for r in reasons],
-                [_BATSIM_STATE[r] for r in reasons], column_text(t["start"][lo:hi]),
-                column_text(run[lo:hi]), column_text(t["end"][lo:hi]),
-                column_text(wait[lo:hi]), column_text(turnaround[lo:hi]),
-                column_text(stretch[lo:hi]), resources[lo:hi],
-                column_text(t["segment"][lo:hi]), column_text(t["nodes"][lo:hi]),
-                partitions[lo:hi], reasons,
-                [CLASS_CODES[c] for c in t["job_class"][lo:hi].tolist()],
+                number_cells(t["job"][lo:hi]), constant_cells(workload, rows),
+                number_cells(t["submit"][lo:hi]), number_cells(t["req_nodes"][lo:hi]),
+                number_cells(t["walltime"][lo:hi]), success, final_state,
+                number_cells(t["start"][lo:hi]), number_cells(run[lo:hi]),
+                number_cells(t["end"][lo:hi]), number_cells(wait[lo:hi]),
+                number_cells(turnaround[lo:hi]), number_cells(stretch[lo:hi]),
+                resources, number_cells(t["segment"][lo:hi]),
+                number_cells(t["nodes"][lo:hi]), partitions, end_reason,
+                word_cells(t["job_class"][lo:hi], CLASS_CODES),
             ]
-            write_rows(out, columns, ",")
+            out.write(join_rows(columns, b","))
 
 
 def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarray]:
@@ -215,35 +238,8 @@ def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarra
 
 def write_timeseries_csv(path: Path, rec: RunRecorder, step: float = 0.0) -> None:
     table = timeseries_table(rec, step)
-    with open(path, "w") as out:
-        out.write(",".join(TIMESERIES_COLUMNS) + "\n")
+    with open(path, "wb") as out:
+        out.write((",".join(TIMESERIES_COLUMNS) + "\n").encode())
         for lo in range(0, len(table["time"]), CHUNK):
-            columns = [column_text(table[name][lo:lo + CHUNK]) for name in TIMESERIES_COLUMNS]
-            write_rows(out, columns, ",")
-
-
-def write_rows(out: TextIO, columns: list[list[str]], sep: str) -> None:
-    """Rows of equal-length text columns, one line each. `map(sep.join, zip(...))` joins
-    every row in C: a generator building each line in Python cost about twice as much."""
-    if not columns or not columns[0]:
-        return
-    out.write("\n".join(map(sep.join, zip(*columns, strict=True))))
-    out.write("\n")
-
-
-def fmt_number(value: float) -> str:
-    """Integral values as integers, others with millisecond precision (deterministic)."""
-    if value.is_integer():
-        return str(int(value))
-    return f"{value:.3f}"
-
-
-def column_text(col: np.ndarray) -> list[str]:
-    """A column as CSV text, formatted in bulk (whole numbers take the fast path)."""
-    if len(col) > 1 and bool((col == col[0]).all()):  # all zeros, all -1 ...: format once
-        return column_text(col[:1]) * len(col)
-    if col.dtype.kind in "iu":
-        return list(map(str, col.tolist()))
-    if bool(np.all(np.floor(col) == col)):  # the common case: whole seconds
-        return list(map(str, col.astype(np.int64).tolist()))
-    return [fmt_number(v) for v in col.tolist()]
+            out.write(join_rows([number_cells(table[name][lo:lo + CHUNK])
+                                 for name in TIMESERIES_COLUMNS], b","))

@@ -23,7 +23,8 @@ from .core.results import CLASS_CODES, COLUMNS, STATE_CODES, ResultTable
 from .core.validate import validate
 from .metrics import MetricOptions, summarize
 from .policies import Policy
-from .run_files import column_text, write_rows, write_segments_csv, write_timeseries_csv
+from .run_files import write_segments_csv, write_timeseries_csv
+from .text_columns import constant_cells, join_rows, number_cells, word_cells
 from .traces import NormalizedTrace
 
 # SWF status field (11): 1 completed, 0 failed/killed, 5 cancelled.
@@ -126,27 +127,27 @@ def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray
                cols["req_procs"][take].astype(np.float64),
                cols["req_time"][take].astype(np.float64), status, res["user"],
                res["project"], res["queue"]]
-    with open(path, "w") as out:
-        for line in header_lines:
-            out.write(f";{line}\n" if not line.startswith(";") else f"{line}\n")
+    with open(path, "wb") as out:
+        out.write("".join(f";{line}\n" if not line.startswith(";") else f"{line}\n"
+                          for line in header_lines).encode())
         for lo in range(0, len(res["id"]), CHUNK):
-            i, sub, wait, run, n, rp, rt, st, u, g, q = (column_text(c[lo:lo + CHUNK])
+            i, sub, wait, run, n, rp, rt, st, u, g, q = (number_cells(c[lo:lo + CHUNK])
                                                          for c in columns)
-            unused = ["-1"] * len(i)  # the SWF fields schedd does not fill
-            write_rows(out, [i, sub, wait, run, n, unused, unused, rp, rt, unused, st, u, g,
-                             unused, q, unused, unused, unused], " ")
+            unused = constant_cells("-1", len(i))  # the SWF fields schedd does not fill
+            out.write(join_rows([i, sub, wait, run, n, unused, unused, rp, rt, unused, st, u,
+                                 g, unused, q, unused, unused, unused], b" "))
 
 
 def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
     """Every result column, one row per job (values have no commas: no quoting needed)."""
     names = list(COLUMNS)
-    with open(path, "w") as out:
-        out.write(",".join(names + ["class", "state"]) + "\n")
+    with open(path, "wb") as out:
+        out.write((",".join(names + ["class", "state"]) + "\n").encode())
         for lo in range(0, len(res["id"]), CHUNK):
-            texts = [column_text(res[name][lo:lo + CHUNK]) for name in names]
-            texts.append([CLASS_CODES[c] for c in res["job_class"][lo:lo + CHUNK].tolist()])
-            texts.append([STATE_CODES[s] for s in res["final_state"][lo:lo + CHUNK].tolist()])
-            write_rows(out, texts, ",")
+            cells = [number_cells(res[name][lo:lo + CHUNK]) for name in names]
+            cells.append(word_cells(res["job_class"][lo:lo + CHUNK], CLASS_CODES))
+            cells.append(word_cells(res["final_state"][lo:lo + CHUNK], STATE_CODES))
+            out.write(join_rows(cells, b","))
 
 
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,
