@@ -22,7 +22,7 @@ import numpy as np
 
 from .core.bgq import BlockCluster, iter_bits
 from .core.cluster import Cluster
-from .core.node_numbers import lowest_first
+from .core.node_numbers import LowestFirst, lowest_first
 from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunRecorder
 from .core.results import CLASS_CODES
 from .text_columns import (
@@ -148,7 +148,9 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
                            for b in used.tolist()]
         block_names = [cluster.block_name(b) for b in used.tolist()]
     else:
-        placement = pool_placement(t["start"], t["end"], t["nodes"], cluster.total_nodes)
+        # The table is in start order, the order the fit numbers in: each block is
+        # numbered as it is written, so a million segments' node lists are never all held.
+        placer = LowestFirst(cluster.total_nodes)
     wait = t["start"] - t["submit"]
     turnaround = t["end"] - t["submit"]
     run = t["end"] - t["start"]
@@ -172,7 +174,9 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
                 resources = word_cells(block_code[lo:hi], block_resources)
                 partitions = word_cells(block_code[lo:hi], block_names)
             else:
-                resources, partitions = text_cells(placement[lo:hi]), constant_cells("", rows)
+                placed = placer.place(t["start"][lo:hi].tolist(), t["end"][lo:hi].tolist(),
+                                      t["nodes"][lo:hi].tolist())
+                resources, partitions = text_cells(placed), constant_cells("", rows)
             columns = [
                 number_cells(t["job"][lo:hi]), constant_cells(workload, rows),
                 number_cells(t["submit"][lo:hi]), number_cells(t["req_nodes"][lo:hi]),

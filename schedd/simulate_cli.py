@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     said = procs_per_node_line("schedd", path, raw, trace, args.procs_per_node)
     if said:
         print(said, file=sys.stderr)
+    del raw  # every column of every line: the normalized trace is all the run needs
     if cluster is None:
         cluster = NodePool(trace.max_nodes)
     trace = select(trace, start=args.start, until=args.until, limit=args.limit)

@@ -131,6 +131,28 @@ def test_interval_sets_and_placement():
                           np.array([4, 2, 6]), 8) == ["0-3", "4-5", "0-3 6-7"]
 
 
+def test_placement_fed_in_blocks_is_the_placement_of_the_whole():
+    """segments.csv numbers a block of rows at a time: the fit carries its free nodes and
+    running segments from block to block, so every block size gives the same numbers."""
+    from schedd.core.node_numbers import LowestFirst
+
+    rng = np.random.default_rng(5)
+    start = np.sort(rng.integers(0, 400, 300)).astype(np.float64)
+    end = start + rng.integers(1, 60, 300)
+    nodes = rng.integers(1, 9, 300)
+    # The machine is exactly as large as the busiest instant: free nodes fragment.
+    total = max(int(nodes[(start <= t) & (end > t)].sum()) for t in start.tolist())
+    whole = pool_placement(start, end, nodes, total)
+    assert any(" " in text for text in whole)  # some segments span several ranges
+    for size in (1, 7, 300):
+        placer = LowestFirst(total)
+        got: list[str] = []
+        for lo in range(0, 300, size):
+            got += placer.place(start[lo:lo + size].tolist(), end[lo:lo + size].tolist(),
+                                nodes[lo:lo + size].tolist())
+        assert got == whole and placer.placed == 300, size
+
+
 def test_bgq_segments_name_partition_and_midplanes(tmp_path):
     cluster = BgqCluster(4)  # bgq:4: 4 midplanes of 512 nodes
     e = Engine(cluster, make_policy("easy", [], cluster), options=EngineOptions())

@@ -57,20 +57,40 @@ def ranges_text(ranges: list[tuple[int, int]]) -> str:
     return " ".join(str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}" for lo, hi in sorted(ranges))
 
 
+class LowestFirst:
+    """The lowest-first fit, fed a block of segments at a time in start order (a
+    million-segment file is numbered and written block by block, never all held)."""
+
+    def __init__(self, total: int) -> None:
+        self.free = FreeNodes(total)
+        self.ending: list[tuple[float, int]] = []  # (end, segment number), a heap
+        self.held: dict[int, list[tuple[int, int]]] = {}
+        self.placed = 0  # segments numbered so far
+
+    def place(self, starts: list[float], ends: list[float], sizes: list[int]) -> list[str]:
+        """The interval sets of the next segments; each starts no earlier than the last."""
+        free, ending, held = self.free, self.ending, self.held
+        text = [""] * len(starts)
+        k = self.placed
+        for i in range(len(starts)):
+            t = starts[i]
+            while ending and ending[0][0] <= t:
+                free.give(held.pop(heapq.heappop(ending)[1]))
+            ranges = free.take(sizes[i])
+            held[k] = ranges
+            text[i] = ranges_text(ranges)
+            heapq.heappush(ending, (ends[i], k))
+            k += 1
+        self.placed = k
+        return text
+
+
 def lowest_first(order: list[int], starts: list[float], ends: list[float],
                  sizes: list[int], total: int) -> list[str]:
     """The interval set of every segment; `order` lists the segments by start time."""
-    free = FreeNodes(total)
-    ending: list[tuple[float, int]] = []  # (end, segment index), a heap
-    held: dict[int, list[tuple[int, int]]] = {}
+    placed = LowestFirst(total).place([starts[i] for i in order], [ends[i] for i in order],
+                                      [sizes[i] for i in order])
     text = [""] * len(starts)
-    for i in order:
-        t = starts[i]
-        while ending and ending[0][0] <= t:
-            k = heapq.heappop(ending)[1]
-            free.give(held.pop(k))
-        ranges = free.take(sizes[i])
-        held[i] = ranges
-        text[i] = ranges_text(ranges)
-        heapq.heappush(ending, (ends[i], i))
+    for j, i in enumerate(order):
+        text[i] = placed[j]
     return text
