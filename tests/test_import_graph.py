@@ -16,7 +16,7 @@ PACKAGE = ROOT / "schedd"
 # Layers, lowest first, by dotted prefix below `schedd` (the longest prefix wins): a
 # module may import only from its own layer or lower ones.
 LAYERS = {
-    "core": 0, "metrics": 0, "limits": 0,
+    "core": 0, "metrics": 0, "limits": 0, "text_columns": 0,
     "traces": 1, "policies": 1,
     "milp": 2, "options": 2, "trace_options": 2,
     "daemon": 3, "sim": 3, "compare": 3, "run_files": 3, "report": 3, "sweep": 3,
