@@ -576,6 +576,7 @@ def test_watch_events_new_only(stub):
 
 # ---------------------------------------------------------------------------- GetCluster
 def test_get_cluster(stub):
+    finished_job(stub)  # the counters below must not depend on which tests ran first
     settle(stub)
     info = stub.GetCluster(pb.GetClusterRequest(), timeout=TIMEOUT)
     assert info.total_nodes == 64 and info.max_job_nodes == 64
