@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -43,6 +42,7 @@ from .journal import Journal, JournalError
 from .logs import configure_logging
 from .metrics import DaemonMetrics
 from .service import MAX_WAITING, Refused, SchedulerService
+from .shutdown import cancel_and_wait
 
 if TYPE_CHECKING:
     from .mqtt import Duplicate, Refusal
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("schedd.serve")
 SERVICE_NAME = "schedd.v1.Scheduler"
 EXIT_ENGINE_FAILED = 3  # docs/daemon.md: the engine failed; restart the daemon
+TASK_STOP_GRACE_S = 2.0  # after each cancellation of the background tasks at shutdown
 
 
 class StartupError(RuntimeError):
@@ -358,11 +359,9 @@ class Daemon:
         if self.server is not None:
             await self.server.stop(grace)
         await self.host.stop()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        stuck = await cancel_and_wait(self._tasks, grace=TASK_STOP_GRACE_S)
+        if stuck:
+            log.error("background tasks did not stop; exiting without them", tasks=stuck)
         self.host.close()
         self.journal.close()
         if self._metrics_server is not None:
