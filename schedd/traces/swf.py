@@ -315,12 +315,8 @@ def _fast_block(data: bytes) -> np.ndarray | None:
     letters = nfields > TYPE_FIELD
     parsed = None if letters else _whole_numbers(data)
     if parsed is None:
-        dtype: Any = _struct_dtype(nfields) if letters else np.float64
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                parsed = np.loadtxt(io.BytesIO(data), dtype=dtype, comments=None, ndmin=1)
-        except ValueError:
+        parsed = _load(data, _struct_dtype(nfields) if letters else np.float64)
+        if parsed is None:
             return None
     block = _letters_to_codes(parsed, nfields) if letters else parsed.reshape(-1, nfields)
     if block is None or not _valid_block(block):
@@ -334,11 +330,18 @@ def _whole_numbers(data: bytes) -> np.ndarray | None:
     and strictly: "1.5", "1e3", "nan" or a value beyond int64 fail the whole chunk, which
     the float parser then reads. A value comes out as the float parser's would, except
     that "-0" gives 0.0 rather than -0.0 (equal in every comparison the engine makes)."""
+    ints = _load(data, np.int64)
+    return None if ints is None else ints.astype(np.float64)
+
+
+def _load(data: bytes, dtype: Any) -> np.ndarray | None:
+    """NumPy's C parser on a comment-free chunk, or None where it refuses a value."""
     try:
-        ints = np.loadtxt(io.BytesIO(data), dtype=np.int64, comments=None, ndmin=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.loadtxt(io.BytesIO(data), dtype=dtype, comments=None, ndmin=1)
     except (ValueError, OverflowError):
         return None
-    return ints.astype(np.float64)
 
 
 def _first_field_count(data: bytes) -> int:
