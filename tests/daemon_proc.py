@@ -65,7 +65,12 @@ class DaemonProc:
         return "".join(self._lines)
 
     def channel(self) -> grpc.Channel:
-        return grpc.insecure_channel(self.address)
+        # A private subchannel: by default channels of one process to one address share
+        # one, and a channel that saw the previous daemon on this port die holds it in
+        # reconnect backoff, so an RPC to the restarted daemon failed fast with
+        # "Connection refused" although it was serving.
+        return grpc.insecure_channel(self.address,
+                                     options=[("grpc.use_local_subchannel_pool", 1)])
 
     def stub(self) -> pb_grpc.SchedulerStub:
         return pb_grpc.SchedulerStub(self.channel())

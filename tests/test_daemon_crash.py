@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
 from daemon_proc import DaemonProc, free_port
 from event_watch import Watcher, after_final, announced_twice, final_seen, regressions
 
@@ -85,7 +86,11 @@ def test_random_kill_9_during_lockstep_replay(tmp_path: Path) -> None:
             d.kill()
             kills += 1
             d = DaemonProc(*args, env=env)
-            back, clock_back = regressions(d.stub(), seen_before, clock_seen)
+            try:
+                back, clock_back = regressions(d.stub(), seen_before, clock_seen)
+            except grpc.RpcError as err:  # say what the restarted daemon did
+                raise AssertionError(f"{err}\nexit {d.proc.poll()}; its log:\n"
+                                     + d.log()[-4000:]) from None
             assert not back, f"announced finished, not finished after the restart: {back}"
             assert clock_back is None, f"the clock went back to {clock_back}"
         stdout, stderr = replay.communicate(timeout=240)
