@@ -208,17 +208,21 @@ class EngineHost:
     def accept(self, stimuli: list[Stimulus]) -> None:
         """Committed stimuli, in journal order: queue them for the next iteration."""
         now = self.published_now()
+        submitted: dict[str, int] = {}  # by class letter: one counter update per class
         for st in stimuli:
             self._pending.append(st)
             if st.kind == "submit":
                 spec = st.job_spec()
                 self.records[spec.id] = record_of_spec(spec, st.owner)
                 self.owners[spec.id] = st.owner
-                self.metrics.submissions.labels(CLASS_NAMES[spec.job_class.value]).inc()
+                letter = spec.job_class.value
+                submitted[letter] = submitted.get(letter, 0) + 1
                 self.events.emit(now, "submitted", spec.id, PENDING, "rpc", spec.nodes)
             elif st.kind == "notice":
                 self.metrics.notices.labels(st.body.get("source", "rpc")).inc()
                 self.events.emit(now, "notice", st.job_id, "", "accepted", st.body["nodes"])
+        for letter, n in submitted.items():
+            self.metrics.submissions.labels(CLASS_NAMES[letter]).inc(n)
         self._wake.set()
 
     def wake(self) -> None:

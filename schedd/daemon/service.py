@@ -269,18 +269,16 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                          f"{now:g})")
         elif cls is JobClass.DEDICATED:
             _invalid("a dedicated job needs a requested_start")
-        ckpt = {name: _limit(name, getattr(r, name)) if r.HasField(name) else -1.0
-                for name in ("ckpt_interval", "ckpt_gb_per_node")}
-        return JobSpec(
-            id=r.job_id, submit=submit, runtime=runtime or walltime, nodes=r.nodes,
-            walltime=walltime,
-            user=r.user, project=r.project,
-            job_class=cls, min_nodes=min_nodes, checkpointable=not r.not_checkpointable,
-            ckpt_gb_per_node=ckpt["ckpt_gb_per_node"],
-            setup=setup, requested_start=requested_start,
-            queue=r.queue,
-            ckpt_interval=ckpt["ckpt_interval"],
-        )
+        ckpt_interval = (_limit("ckpt_interval", r.ckpt_interval)
+                         if r.HasField("ckpt_interval") else -1.0)
+        ckpt_gb_per_node = (_limit("ckpt_gb_per_node", r.ckpt_gb_per_node)
+                            if r.HasField("ckpt_gb_per_node") else -1.0)
+        # Positional, in JobSpec's field order: the compiled constructor parses sixteen
+        # keywords ten times slower than positions (1.3 against 0.12 us; issue 21).
+        return JobSpec(r.job_id, submit, runtime or walltime, r.nodes, walltime,
+                       r.user, r.project, cls, min_nodes, not r.not_checkpointable,
+                       ckpt_gb_per_node, setup, requested_start, None,
+                       r.queue, ckpt_interval)
 
     def _claim_id(self, spec: JobSpec) -> JobSpec:
         """Explicit ids are the client's (1..MAX_JOB_ID, ALREADY_EXISTS if taken). Assigned
