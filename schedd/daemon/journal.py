@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .journal_check import acked_path, check_journal, row_crc
+from .journal_json import json_text
 from .records import Stimulus
 
 SCHEMA = """
@@ -264,9 +265,8 @@ class Journal:
         first = self._next_seq
 
         def rows() -> Iterator[tuple[Any, ...]]:
-            dumps = json.dumps
             for seq, st in enumerate(stimuli, first):
-                body, response = dumps(st.body), dumps(st.response)
+                body, response = json_text(st.body), json_text(st.response)
                 yield (seq, st.kind, st.request_id or None, st.owner, body, response, now,
                        row_crc(seq, st.kind, st.owner, body, response))
 
