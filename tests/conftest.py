@@ -29,3 +29,20 @@ def stub(channel):  # noqa: ANN001, ANN201
     from schedd.v1 import scheduler_pb2_grpc
 
     return scheduler_pb2_grpc.SchedulerStub(channel)
+
+
+@pytest.fixture()
+def memory_daemon():  # noqa: ANN201
+    """A `schedd serve` Daemon built in this process, not started: journal in memory,
+    lockstep clock, nodes:64. For the servicer's checks with no server, engine thread or
+    pass in between."""
+    from schedd.cli import build_parser
+    from schedd.daemon.server import Daemon
+
+    args = build_parser().parse_args(
+        ["serve", "--listen", "127.0.0.1:0", "--clock", "lockstep", "--cluster", "nodes:64",
+         "--state-db", ":memory:", "--metrics-port", "0"])
+    d = Daemon(args)
+    yield d
+    d.host.close()
+    d.journal.close()

@@ -4,29 +4,15 @@ swap two fields of the same type without any error."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from schedd.cli import build_parser
 from schedd.core.job import JobClass, JobSpec
 from schedd.daemon.server import Daemon
 from schedd.v1 import scheduler_pb2 as pb
 
 
-@pytest.fixture()
-def daemon() -> Iterator[Daemon]:
-    args = build_parser().parse_args(
-        ["serve", "--listen", "127.0.0.1:0", "--clock", "lockstep", "--cluster", "nodes:64",
-         "--state-db", ":memory:", "--metrics-port", "0"])
-    d = Daemon(args)
-    yield d
-    d.host.close()
-    d.journal.close()
-
-
 @pytest.mark.parametrize("cls", [pb.JOB_CLASS_MALLEABLE, pb.JOB_CLASS_DEDICATED])
-def test_each_request_field_lands_in_its_spec_field(daemon: Daemon, cls: int) -> None:
+def test_each_request_field_lands_in_its_spec_field(memory_daemon: Daemon, cls: int) -> None:
     malleable = cls == pb.JOB_CLASS_MALLEABLE
     request = pb.SubmitJobRequest(
         job_id=41, nodes=12, walltime=7200.0, runtime=3000.0, user=5, project=6, queue=7,
@@ -40,10 +26,10 @@ def test_each_request_field_lands_in_its_spec_field(daemon: Daemon, cls: int) ->
                        ckpt_gb_per_node=2.5, setup=11.0,
                        requested_start=-1.0 if malleable else 17.0, notice=None, queue=7,
                        ckpt_interval=900.0)
-    assert daemon.service._spec(request) == expected
+    assert memory_daemon.service._spec(request) == expected
 
 
-def test_fields_left_out_take_the_defaults(daemon: Daemon) -> None:
-    spec = daemon.service._spec(pb.SubmitJobRequest(nodes=2, walltime=60.0))
+def test_fields_left_out_take_the_defaults(memory_daemon: Daemon) -> None:
+    spec = memory_daemon.service._spec(pb.SubmitJobRequest(nodes=2, walltime=60.0))
     assert spec == JobSpec(id=0, submit=0.0, runtime=60.0, nodes=2, walltime=60.0, user=0,
                            project=0, queue=0)

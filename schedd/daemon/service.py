@@ -556,14 +556,18 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                     notice_time: float | None, source: str = "rpc") -> dict[str, Any]:
         """Validate an advance notice (RPC and MQTT share this)."""
         _limit("job_id", job_id)
-        if job_id in self.host.records:
-            rec = self._owned(job_id)
-            if rec.state != PENDING:
-                raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
-                              f"job {job_id} has already arrived ({rec.state}); a notice "
-                              "comes before the job")
         now = self._now()
         when = now if notice_time is None else max(now, _limit("notice_time", notice_time))
+        if job_id in self.host.records:
+            rec = self._owned(job_id)
+            # A pending record is a job the engine has not taken in yet; it has arrived
+            # all the same once its submit time is reached (a job submitted just now, in
+            # the moment before the engine's next iteration).
+            if rec.state != PENDING or rec.submit <= when:
+                state = rec.state if rec.state != PENDING else f"submitted for {rec.submit:g}"
+                raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
+                              f"job {job_id} has already arrived ({state}); a notice "
+                              "comes before the job")
         if _limit("expected_arrival", arrival) < when:
             _invalid(f"expected_arrival {arrival:g} is in the past (now {when:g})")
         _limit("nodes", nodes)
