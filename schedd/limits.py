@@ -173,6 +173,13 @@ _NUMBERS = (int, float)  # a tuple: `int | float` would build a union at every c
 def problem(name: str, value: Any, label: str | None = None) -> str | None:
     """Why `value` is not acceptable for field `name` (one sentence), or None."""
     limit = LIMITS[name]
+    kind = type(value)
+    # Most values are plain numbers well inside the range: accept them in one step, without
+    # the general checks below (seven fields per submitted job; issue 21). Anything else,
+    # a bound itself included, takes the general path.
+    if ((kind is int or (kind is float and not limit.integer))
+            and limit.low < value <= limit.high):
+        return None
     if isinstance(value, bool) or not isinstance(value, _NUMBERS):
         return f"{label or name} must be a number, got {_show(value)}"
     if not limit.accepts(value):

@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from schedd import limits
 
@@ -46,3 +48,14 @@ def test_strings():
 
 def test_docs_show_the_table():
     assert limits.markdown_table() in DOCS.read_text()
+
+
+@given(st.sampled_from(sorted(limits.LIMITS)),
+       st.one_of(st.integers(), st.floats(), st.booleans(),
+                 st.sampled_from([0, 1, -1, 0.0, -1.0, 2**53, 2.0**53, 1e10, 1e9])))
+def test_the_quick_acceptance_agrees_with_the_limit(name: str, value: object) -> None:
+    """problem()'s one-step path for plain numbers accepts exactly what Limit.accepts does."""
+    limit = limits.LIMITS[name]
+    expected = (not isinstance(value, bool) and isinstance(value, int | float)
+                and limit.accepts(value))
+    assert (limits.problem(name, value) is None) == expected

@@ -64,6 +64,8 @@ log = structlog.get_logger("schedd.host")
 
 CLASS_NAMES = {"B": "batch", "R": "realtime", "O": "ondemand", "M": "malleable",
                "D": "dedicated"}
+# The event kinds _count_event turns into metrics.
+_COUNTED_EVENTS = frozenset(("started", "checkpointing", "preempted", *FINAL_STATES))
 ITERATION_WALL_CAP = 0.2  # seconds of engine work before the loop gets a turn
 RESULTS_IN_MEMORY = 20_000  # engine result rows kept before they are only in the store
 RECORD_IN_MEMORY = 20_000  # run-record rows per table kept before they are only in the store
@@ -660,6 +662,8 @@ class EngineHost:
     def _count_event(self, event: dict[str, Any]) -> None:
         """Counters and histograms from the event stream."""
         kind = event["kind"]
+        if kind not in _COUNTED_EVENTS:  # e.g. "submitted", one per accepted job
+            return
         rec = self.records.get(event["job_id"])
         if rec is None:
             return
