@@ -23,6 +23,7 @@ import grpc
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    GCCollector,
     Histogram,
     Info,
     PlatformCollector,
@@ -253,6 +254,7 @@ class DaemonMetrics:
             # The usual process_* and python_info series (CPU, memory, start time).
             ProcessCollector(registry=r)
             PlatformCollector(registry=r)
+            GCCollector(registry=r)  # python_gc_*: collections by generation (heap.py)
 
     def _start_at_zero(self) -> None:
         """Create every labelled series whose label values are known now."""

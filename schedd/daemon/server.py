@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from ..core.recorder import RunRecorder
 from ..policies import make_policy
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
+from . import heap
 from .auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
@@ -107,6 +109,10 @@ class Daemon:
         from ..sim import max_job_nodes
 
         self.args = args
+        try:  # SCHEDD_GC_THRESHOLDS (docs/daemon.md, Collector pauses), before any file
+            self.gc_thresholds = heap.thresholds_from(os.environ.get(heap.ENV, ""))
+        except ValueError as err:
+            raise StartupError(str(err)) from None
         try:
             check_engine_limits(args)
         except ConfigError as err:
@@ -224,6 +230,9 @@ class Daemon:
 
     async def start(self) -> None:
         self._recover()
+        frozen = heap.settle(self.gc_thresholds)
+        log.info("garbage collector set", frozen_objects=frozen,
+                 thresholds=list(self.gc_thresholds or gc.get_threshold()))
         server = grpc.aio.server(
             interceptors=[SchedulerInterceptor(self.tokens, self.metrics)],
             options=[("grpc.so_reuseport", 0),

@@ -1,0 +1,63 @@
+"""The cyclic garbage collector's settings for the daemon (docs/daemon.md, "Collector
+pauses").
+
+A daemon holds a large live heap: each queued or running job keeps about six objects the
+collector tracks (its record, specification, stimulus and engine state). A full
+(generation 2) collection scans all of them while holding the GIL, so RPCs, the journal
+and the engine all stop for it. With CPython's default thresholds (700, 10, 10) a
+20,000-job stream triggered one every one or two streams, and at 750,000 tracked
+objects one took about 300 ms (docs/benchmarks.md). Two settings remove most of that:
+
+* Once recovery is done, what the daemon holds goes to the permanent generation
+  (`gc.freeze()` after a full collection): the imported modules and the recovered state
+  are never scanned again. Frozen objects are still freed by reference counting when let
+  go; only a reference cycle among them would outlive its use, and all of them are live
+  at that moment.
+* Thresholds (50,000, 20, 10): a young collection once 50,000 more tracked objects have
+  been allocated than freed (CPython: 700), so reference cycles, which the RPC machinery
+  makes a few of per call, are still collected young, in collections that are rarer and
+  each cheap; a full collection at most once per ten million (CPython: seventy thousand,
+  where in practice its other condition, a quarter of the old generation newly added,
+  decides).
+
+`SCHEDD_GC_THRESHOLDS="A,B,C"` sets other thresholds (`gc.set_threshold`);
+`SCHEDD_GC_THRESHOLDS=python` keeps CPython's defaults and freezes nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+
+THRESHOLDS = (50_000, 20, 10)
+ENV = "SCHEDD_GC_THRESHOLDS"
+
+
+def thresholds_from(text: str) -> tuple[int, int, int] | None:
+    """The thresholds `text` asks for: None for "python" (CPython's own settings),
+    THRESHOLDS when empty; ValueError with one sentence otherwise."""
+    text = text.strip()
+    if not text:
+        return THRESHOLDS
+    if text == "python":
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3 or not all(p.isdigit() and p.isascii() for p in parts):
+        raise ValueError(f"{ENV} must be three whole numbers such as 50000,20,10 (or "
+                         f"'python' for CPython's own), not {text!r}")
+    young, middle, old = (int(p) for p in parts)
+    if not (1 <= young <= 10**7 and 1 <= middle <= 10**4 and 1 <= old <= 10**4):
+        raise ValueError(f"{ENV} {text!r} is out of range: the first number must be "
+                         "1..10^7, the others 1..10^4")
+    return young, middle, old
+
+
+def settle(thresholds: tuple[int, int, int] | None) -> int:
+    """After recovery, before serving: a full collection, then freeze what survives and
+    set the thresholds. Returns the number of objects frozen (0 when `thresholds` is
+    None: CPython's settings are left alone)."""
+    if thresholds is None:
+        return 0
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*thresholds)
+    return gc.get_freeze_count()

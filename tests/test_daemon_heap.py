@@ -1,0 +1,84 @@
+"""The daemon's garbage-collector settings (schedd/daemon/heap.py): what it holds at start
+is frozen and the thresholds are raised, or CPython's own settings are kept on request;
+a bad SCHEDD_GC_THRESHOLDS is one sentence at startup."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from daemon_proc import DaemonProc
+
+from schedd.daemon import heap
+
+
+@pytest.fixture()
+def collector_restored() -> Iterator[None]:
+    before = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("", heap.THRESHOLDS), ("  ", heap.THRESHOLDS), ("python", None),
+    ("700,10,10", (700, 10, 10)), (" 1 , 2 , 3 ", (1, 2, 3)),
+])
+def test_thresholds_from_the_environment(text: str, expected: object) -> None:
+    assert heap.thresholds_from(text) == expected
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("50000,20", "three whole numbers"), ("a,b,c", "three whole numbers"),
+    ("-1,2,3", "three whole numbers"), ("1.5,2,3", "three whole numbers"),
+    ("²,2,3", "three whole numbers"), ("0,10,10", "out of range"),
+    ("100000000,10,10", "out of range"), ("700,0,10", "out of range"),
+])
+def test_bad_thresholds_are_one_sentence(text: str, words: str) -> None:
+    with pytest.raises(ValueError) as err:
+        heap.thresholds_from(text)
+    message = str(err.value)
+    assert words in message and heap.ENV in message and "\n" not in message
+
+
+def test_settle_freezes_what_is_held_and_sets_the_thresholds(collector_restored: None) -> None:
+    held = [[i] for i in range(1000)]  # tracked objects, alive across the call
+    frozen = heap.settle((12_345, 7, 3))
+    assert frozen == gc.get_freeze_count() and frozen >= len(held)
+    assert gc.get_threshold() == (12_345, 7, 3)
+    assert not any(item is held for item in gc.get_objects())  # frozen ones are not listed
+
+
+def test_python_keeps_cpythons_settings(collector_restored: None) -> None:
+    gc.set_threshold(700, 10, 10)
+    assert heap.settle(None) == 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == (700, 10, 10)
+
+
+def test_the_daemon_settles_its_heap_and_exports_collections() -> None:
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:16", metrics=True) as d:
+        url = f"http://127.0.0.1:{d.metrics_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        log = d.log()
+    assert '"event": "garbage collector set"' in log
+    assert '"thresholds": [50000, 20, 10]' in log
+    assert '"frozen_objects": 0' not in log
+    assert 'python_gc_collections_total{generation="2"}' in text
+
+
+def test_a_bad_setting_stops_the_start_with_one_sentence(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "schedd", "serve", "--listen", "127.0.0.1:0",
+                        "--metrics-port", "0", "--state-db", str(tmp_path / "j.sqlite")],
+                       env={**os.environ, "SCHEDD_GC_THRESHOLDS": "lots"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("schedd: error: SCHEDD_GC_THRESHOLDS must be three whole "
+                                "numbers such as 50000,20,10 (or 'python' for CPython's "
+                                "own), not 'lots'")
+    assert not (tmp_path / "j.sqlite").exists()  # nothing was created
