@@ -97,6 +97,15 @@ class DaemonProc:
         self.stop()
 
 
+def serve_with_env(journal: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`schedd serve` on `journal` with `env` added, for settings that stop the start: it
+    is expected to exit (status and stderr in the result), not to serve."""
+    return subprocess.run([sys.executable, "-m", "schedd", "serve", "--listen",
+                           "127.0.0.1:0", "--metrics-port", "0", "--state-db", str(journal)],
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=60)
+
+
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 

@@ -6,15 +6,12 @@ loopback with a tiny bound, a burst of concurrent submissions)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import grpc
-from daemon_proc import DaemonProc
+from daemon_proc import DaemonProc, serve_with_env
 
 from schedd.v1 import scheduler_pb2 as pb
 from schedd.v1 import scheduler_pb2_grpc as pb_grpc
@@ -88,10 +85,7 @@ def test_a_full_journal_queue_refuses_with_a_retry_hint_and_journals_nothing_ref
 
 
 def test_the_bound_must_be_a_whole_number(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "schedd", "serve", "--listen", "127.0.0.1:0",
-                        "--metrics-port", "0", "--state-db", str(tmp_path / "j.sqlite")],
-                       env={**os.environ, "SCHEDD_MAX_WAITING": "lots"},
-                       capture_output=True, text=True, timeout=60)
+    r = serve_with_env(tmp_path / "j.sqlite", {"SCHEDD_MAX_WAITING": "lots"})
     assert r.returncode == 2
     assert r.stderr.strip() == ("schedd: error: SCHEDD_MAX_WAITING must be a whole number "
                                 "from 1 to 10^9, not 'lots'")

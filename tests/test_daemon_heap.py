@@ -5,15 +5,12 @@ a bad SCHEDD_GC_THRESHOLDS is one sentence at startup."""
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_proc import DaemonProc
+from daemon_proc import DaemonProc, serve_with_env
 
 from schedd.daemon import heap
 
@@ -73,10 +70,7 @@ def test_the_daemon_settles_its_heap_and_exports_collections() -> None:
 
 
 def test_a_bad_setting_stops_the_start_with_one_sentence(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "schedd", "serve", "--listen", "127.0.0.1:0",
-                        "--metrics-port", "0", "--state-db", str(tmp_path / "j.sqlite")],
-                       env={**os.environ, "SCHEDD_GC_THRESHOLDS": "lots"},
-                       capture_output=True, text=True, timeout=60)
+    r = serve_with_env(tmp_path / "j.sqlite", {"SCHEDD_GC_THRESHOLDS": "lots"})
     assert r.returncode == 2
     assert r.stderr.strip() == ("schedd: error: SCHEDD_GC_THRESHOLDS must be three whole "
                                 "numbers such as 50000,20,10 (or 'python' for CPython's "
