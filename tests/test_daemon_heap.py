@@ -47,7 +47,8 @@ def test_bad_thresholds_are_one_sentence(text: str, words: str) -> None:
 def test_settle_freezes_what_is_held_and_sets_the_thresholds(collector_restored: None) -> None:
     held = [[i] for i in range(1000)]  # tracked objects, alive across the call
     frozen = heap.settle((12_345, 7, 3))
-    assert frozen == gc.get_freeze_count() and frozen >= len(held)
+    # Frozen objects are still freed when let go, so the count can only have fallen since.
+    assert frozen >= len(held) and 0 < gc.get_freeze_count() <= frozen
     assert gc.get_threshold() == (12_345, 7, 3)
     assert not any(item is held for item in gc.get_objects())  # frozen ones are not listed
 
