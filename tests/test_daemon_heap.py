@@ -55,8 +55,10 @@ def test_settle_freezes_what_is_held_and_sets_the_thresholds(collector_restored:
 
 def test_python_keeps_cpythons_settings(collector_restored: None) -> None:
     gc.set_threshold(700, 10, 10)
+    frozen_before = gc.get_freeze_count()
     assert heap.settle(None) == 0
-    assert gc.get_freeze_count() == 0 and gc.get_threshold() == (700, 10, 10)
+    assert gc.get_freeze_count() <= frozen_before  # nothing more frozen (some may be freed)
+    assert gc.get_threshold() == (700, 10, 10)
 
 
 def test_the_daemon_settles_its_heap_and_exports_collections() -> None:
