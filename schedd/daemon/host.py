@@ -64,8 +64,9 @@ log = structlog.get_logger("schedd.host")
 
 CLASS_NAMES = {"B": "batch", "R": "realtime", "O": "ondemand", "M": "malleable",
                "D": "dedicated"}
-# The event kinds _count_event turns into metrics.
-_COUNTED_EVENTS = frozenset(("started", "checkpointing", "preempted", *FINAL_STATES))
+# The event kinds _count_event turns into metrics; other kinds return at once.
+_INTERRUPTIONS = ("checkpointing", "preempted")
+_COUNTED_EVENTS = frozenset(("started", *_INTERRUPTIONS, *FINAL_STATES))
 ITERATION_WALL_CAP = 0.2  # seconds of engine work before the loop gets a turn
 RESULTS_IN_MEMORY = 20_000  # engine result rows kept before they are only in the store
 RECORD_IN_MEMORY = 20_000  # run-record rows per table kept before they are only in the store
@@ -215,10 +216,9 @@ class EngineHost:
             self._pending.append(st)
             if st.kind == "submit":
                 spec = st.job_spec()
-                self.records[spec.id] = record_of_spec(spec, st.owner)
+                rec = self.records[spec.id] = record_of_spec(spec, st.owner)
                 self.owners[spec.id] = st.owner
-                letter = spec.job_class.value
-                submitted[letter] = submitted.get(letter, 0) + 1
+                submitted[rec.job_class] = submitted.get(rec.job_class, 0) + 1
                 self.events.emit(now, "submitted", spec.id, PENDING, "rpc", spec.nodes)
             elif st.kind == "notice":
                 self.metrics.notices.labels(st.body.get("source", "rpc")).inc()
@@ -673,7 +673,7 @@ class EngineHost:
             m.starts.labels(cls).inc()
             if rec.first_start == event["time"]:
                 m.wait.labels(cls).observe(rec.first_start - rec.submit)
-        elif kind in ("checkpointing", "preempted"):
+        elif kind in _INTERRUPTIONS:
             cause = event["cause"]
             if kind == "checkpointing" or cause in ("preempt", "node-failure"):
                 m.preemptions.labels(cls, cause).inc()
