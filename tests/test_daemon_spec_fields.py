@@ -4,10 +4,12 @@ swap two fields of the same type without any error."""
 
 from __future__ import annotations
 
+import grpc
 import pytest
 
 from schedd.core.job import JobClass, JobSpec
 from schedd.daemon.server import Daemon
+from schedd.daemon.service import Refused
 from schedd.v1 import scheduler_pb2 as pb
 
 
@@ -33,3 +35,28 @@ def test_fields_left_out_take_the_defaults(memory_daemon: Daemon) -> None:
     spec = memory_daemon.service._spec(pb.SubmitJobRequest(nodes=2, walltime=60.0))
     assert spec == JobSpec(id=0, submit=0.0, runtime=60.0, nodes=2, walltime=60.0, user=0,
                            project=0, queue=0)
+
+
+def test_an_assigned_id_is_built_in_once_and_claimed_only_when_valid(
+        memory_daemon: Daemon) -> None:
+    service = memory_daemon.service
+    service.known_ids.update({1, 2, 4})
+    first = service._new_spec(pb.SubmitJobRequest(nodes=2, walltime=60.0))
+    assert first.id == 3 and 3 in service.known_ids  # past the taken ids
+    with pytest.raises(Refused) as refused:
+        service._new_spec(pb.SubmitJobRequest(nodes=0, walltime=60.0))
+    assert refused.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert 5 not in service.known_ids  # a refusal uses no id up ...
+    assert service._new_spec(pb.SubmitJobRequest(nodes=1, walltime=60.0)).id == 5  # ... so
+
+
+def test_an_explicit_id_is_checked_before_it_is_found_taken(memory_daemon: Daemon) -> None:
+    service = memory_daemon.service
+    service.known_ids.add(7)
+    with pytest.raises(Refused) as invalid:
+        service._new_spec(pb.SubmitJobRequest(job_id=7, nodes=0, walltime=60.0))
+    assert invalid.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(Refused) as taken:
+        service._new_spec(pb.SubmitJobRequest(job_id=7, nodes=1, walltime=60.0))
+    assert taken.value.code is grpc.StatusCode.ALREADY_EXISTS
+    assert service._new_spec(pb.SubmitJobRequest(job_id=8, nodes=1, walltime=60.0)).id == 8

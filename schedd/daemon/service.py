@@ -26,7 +26,6 @@ import structlog
 from .. import limits
 from ..core.engine import Engine
 from ..core.job import JobClass, JobSpec
-from ..core.pickling import by_fields
 from ..durations import is_duration_text, parse_duration
 from ..run_files import RECORD_TABLES
 from ..v1 import scheduler_pb2 as pb
@@ -102,7 +101,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         self.agents = agents
         self.policy_spec = policy_spec
         self.known_ids: set[int] = set(host.records)
-        self.next_id = 1  # cursor of assigned ids (_claim_id)
+        self.next_id = 1  # cursor of assigned ids (_new_spec)
         # request_id -> (fingerprint, stimulus seq, response fields)
         self.requests: dict[str, tuple[str, int, dict[str, Any]]] = {}
         self._inflight: dict[str, asyncio.Future[None]] = {}
@@ -224,15 +223,17 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                                 "the daemon failed on this request; see its log")
 
     # ------------------------------------------------------------------ submission
-    def _spec(self, r: pb.SubmitJobRequest, index: str = "") -> JobSpec:
+    def _spec(self, r: pb.SubmitJobRequest, index: str = "", assign: int = 0) -> JobSpec:
+        """The request's JobSpec, checked; id `assign` when the request leaves the id to
+        the daemon (0 then if none is given)."""
         try:
-            return self._spec_checked(r)
+            return self._spec_checked(r, assign)
         except Refused as err:
             if index:
                 raise Refused(err.code, f"job {index}: {err}") from None
             raise
 
-    def _spec_checked(self, r: pb.SubmitJobRequest) -> JobSpec:
+    def _spec_checked(self, r: pb.SubmitJobRequest, assign: int) -> JobSpec:
         """Every field within its limits (schedd/limits.py) and the machine's, or
         INVALID_ARGUMENT naming the first one that is not."""
         # Each field is read once (a message field is read through a descriptor).
@@ -278,22 +279,28 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                             if r.HasField("ckpt_gb_per_node") else -1.0)
         # Positional, in JobSpec's field order: the compiled constructor parses sixteen
         # keywords about five times slower than positions (1.6 against 0.3 us; issue 21).
-        return JobSpec(job_id, submit, runtime or walltime, nodes, walltime,
+        return JobSpec(job_id or assign, submit, runtime or walltime, nodes, walltime,
                        user, project, cls, min_nodes, not r.not_checkpointable,
                        ckpt_gb_per_node, setup, requested_start, None,
                        queue, ckpt_interval)
 
-    def _claim_id(self, spec: JobSpec) -> JobSpec:
-        """Explicit ids are the client's (1..MAX_JOB_ID, ALREADY_EXISTS if taken). Assigned
-        ids come from their own cursor, which only moves past ids it hands out or finds
-        taken: a client's huge explicit id never uses up the assigned ones (docs/api.md)."""
-        if spec.id == 0:
+    def _new_spec(self, r: pb.SubmitJobRequest, index: str = "") -> JobSpec:
+        """A valid request's JobSpec, its id claimed. Explicit ids are the client's
+        (1..MAX_JOB_ID, ALREADY_EXISTS if taken). Assigned ids come from their own cursor,
+        which only moves past ids it hands out or finds taken: a client's huge explicit id
+        never uses up the assigned ones (docs/api.md). The id to assign is chosen before
+        the checks, so the spec is built once, and claimed only after them, so a refused
+        request uses none up."""
+        assign = 0
+        if not r.job_id:
             while self.next_id in self.known_ids:
                 self.next_id += 1
-            if self.next_id > MAX_JOB_ID:  # only after 2**53 jobs
+            assign = self.next_id
+        spec = self._spec(r, index, assign)
+        if assign:
+            if assign > MAX_JOB_ID:  # only after 2**53 jobs
                 raise Refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
                               "no job id is left to assign; give job_id explicitly")
-            spec = _with_id(spec, self.next_id)
             self.next_id += 1
         elif spec.id in self.known_ids:
             raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"job id {spec.id} is already in use")
@@ -304,7 +311,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                         context: grpc.aio.ServicerContext) -> pb.SubmitJobResponse:
         async def build(fp: str = "") -> dict[str, Any]:
             self._admit()  # before an id is claimed: a refusal uses none up
-            spec = self._claim_id(self._spec(request))
+            spec = self._new_spec(request)
             structlog.contextvars.bind_contextvars(job_id=spec.id)
             response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
             if not request.job_id:
@@ -372,7 +379,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                               f"job #{index}: request id {r.request_id!r} was already used "
                               "for a different request")
             return prior[2]["job_id"], True
-        spec = self._claim_id(self._spec(r, f"#{index}"))
+        spec = self._new_spec(r, f"#{index}")
         claimed.append(spec.id)
         seen.add(rid)
         response = {"job_id": spec.id, "submit_time": spec.submit, "_fp": fp}
@@ -707,7 +714,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def _next_free_id(self) -> int:
         """One more than the largest id in use: a client that numbers its jobs from here
         (schedd-replay) collides with no job. Not the id a `job_id = 0` submission gets:
-        those come from the assigned-id cursor (_claim_id), which may be lower."""
+        those come from the assigned-id cursor (_new_spec), which may be lower."""
         return max(self.known_ids, default=0) + 1
 
     def engine_stats(self) -> dict[str, float]:
@@ -834,14 +841,6 @@ def _event_pb(e: dict[str, Any]) -> pb.Event:
     return pb.Event(seq=e["seq"], time=e["time"], kind=e["kind"], job_id=e["job_id"],
                     state=PB_OF_STATE.get(e["state"], pb.JOB_STATE_UNSPECIFIED),
                     cause=e["cause"], nodes=e["nodes"], epoch=e["epoch"])
-
-
-def _with_id(spec: JobSpec, job_id: int) -> JobSpec:
-    """`replace(spec, id=job_id)` without dataclasses.replace's per-call field walk (a
-    fifth of a streamed job's handling in a profile): the constructor's first field is
-    the id."""
-    cls, values = by_fields(spec)
-    return cls(job_id, *values[1:])
 
 
 def _bisect_after(ids: list[int], after: int) -> int:
