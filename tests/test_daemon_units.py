@@ -98,6 +98,24 @@ def test_event_log_resumes_from_a_sequence_number() -> None:
     assert log.since(9) == []
 
 
+def test_event_log_gives_a_listener_only_the_kinds_it_asked_for() -> None:
+    log = EventLog("c")
+    every: list[dict] = []
+    some: list[dict] = []
+    log.add_listener(every.append)
+    log.add_listener(some.append, frozenset({"started"}))
+    watcher = log.watch()
+    log.emit(1.0, "submitted", 7, "pending", "rpc", 2)
+    log.emit(2.0, "started", 7, "running", "", 2)
+    assert [e["kind"] for e in every] == ["submitted", "started"]
+    assert some == [every[1]] == [log.since(2)[0]]  # the same event as the ring's
+    assert [watcher.get_nowait()["seq"] for _ in range(2)] == [1, 2]
+    unheard = EventLog("c")  # nobody listens or watches: the ring still has it
+    unheard.add_listener(some.append, frozenset({"started"}))
+    unheard.emit(3.0, "submitted", 8)
+    assert unheard.since(1)[0]["job_id"] == 8 and len(some) == 1
+
+
 def test_config_file_words_and_errors(tmp_path: Path) -> None:
     cfg = tmp_path / "s.toml"
     cfg.write_text('[serve]\ncluster = "mira"\nopt = ["a=1", "b=2"]\nbudget = 0.5\n'

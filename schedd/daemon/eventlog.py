@@ -28,26 +28,35 @@ class EventLog:
         self._ring: deque[tuple[int, float, str, int, str, str, int]] = deque(maxlen=capacity)
         self._seq = 0
         self._watchers: set[asyncio.Queue[Event | None]] = set()
-        self._listeners: list[Callable[[Event], None]] = []
+        self._listeners: list[tuple[frozenset[str] | None, Callable[[Event], None]]] = []
         self.dropped_watchers = 0
 
     @property
     def last_seq(self) -> int:
         return self._seq
 
-    def add_listener(self, listener: Callable[[Event], None]) -> None:
-        """Called synchronously for each event (the MQTT bus and the metrics use this)."""
-        self._listeners.append(listener)
+    def add_listener(self, listener: Callable[[Event], None],
+                     kinds: frozenset[str] | None = None) -> None:
+        """Called synchronously for each event (the MQTT bus and the metrics use this), or
+        only for events of `kinds` when given: an event nobody listens to or watches is
+        only put in the ring, without building its dict (a stream of 20,000 submissions
+        makes 20,000 "submitted" events the metrics do not count)."""
+        self._listeners.append((kinds, listener))
 
     def emit(self, time: float, kind: str, job_id: int = 0, state: str = "", cause: str = "",
-             nodes: int = 0) -> Event:
-        self._seq += 1
-        event = {"seq": self._seq, "time": time, "kind": kind, "job_id": job_id,
-                 "state": state, "cause": cause, "nodes": nodes, "cluster": self.cluster,
-                 "epoch": self.epoch}
-        self._ring.append((self._seq, time, kind, job_id, state, cause, nodes))
-        for listener in self._listeners:
-            listener(event)
+             nodes: int = 0) -> None:
+        self._seq = seq = self._seq + 1
+        self._ring.append((seq, time, kind, job_id, state, cause, nodes))
+        event: Event | None = None
+        for kinds, listener in self._listeners:
+            if kinds is None or kind in kinds:
+                if event is None:
+                    event = self._event((seq, time, kind, job_id, state, cause, nodes))
+                listener(event)
+        if not self._watchers:
+            return
+        if event is None:
+            event = self._event((seq, time, kind, job_id, state, cause, nodes))
         for queue in list(self._watchers):
             try:
                 queue.put_nowait(event)
@@ -55,7 +64,6 @@ class EventLog:
                 self._watchers.discard(queue)
                 self.dropped_watchers += 1
                 _replace_last(queue)  # the end marker tells it to resume from a seq
-        return event
 
     def since(self, seq: int) -> list[Event]:
         """Events with sequence number >= seq still in the ring."""

@@ -205,7 +205,7 @@ class EngineHost:
         engine.outbox = []
         engine.transitions = []
         journal.on_committed = self.accept
-        events.add_listener(self._count_event)
+        events.add_listener(self._count_event, _COUNTED_EVENTS)
 
     # ------------------------------------------------------------------ intake (loop)
     def accept(self, stimuli: list[Stimulus]) -> None:
@@ -660,10 +660,9 @@ class EngineHost:
         return rec
 
     def _count_event(self, event: dict[str, Any]) -> None:
-        """Counters and histograms from the event stream."""
+        """Counters and histograms from the event stream (events of _COUNTED_EVENTS: the
+        listener is registered for those only)."""
         kind = event["kind"]
-        if kind not in _COUNTED_EVENTS:  # e.g. "submitted", one per accepted job
-            return
         rec = self.records.get(event["job_id"])
         if rec is None:
             return
