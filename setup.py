@@ -24,6 +24,7 @@ COMPILED = [
     "schedd/core/view.py",
     "schedd/core/checkpoint.py",
     "schedd/core/node_numbers.py",
+    "schedd/core/decisions.py",
     "schedd/policies/backfill.py",
 ]
 

@@ -149,3 +149,17 @@ def test_by_fields_rebuilds_by_the_constructor_whatever_the_field_count():
         cls, args = by_fields(obj)
         assert cls is type(obj) and cls(*args) == obj
         assert args == tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))
+
+
+def test_every_decision_pickles_through_its_constructor():
+    """decisions.py is compiled (setup.py): a compiled frozen dataclass rebuilds only by
+    its constructor, so each decision class has to say so."""
+    from schedd.core import decisions as d
+
+    samples = [d.Start(1), d.Start(2, nodes=3, block=4, reservation="r"),
+               d.Preempt(5, d.PreemptMode.JIT), d.Resize(6, 7), d.Reserve("k", 8),
+               d.Reserve("b", block=2), d.Release("k"), d.WakeAt(9.5)]
+    assert {type(s) for s in samples} == set(d.Decision.__args__)  # every kind, once at least
+    for decision in samples:
+        again = pickle.loads(pickle.dumps(decision))
+        assert type(again) is type(decision) and again == decision

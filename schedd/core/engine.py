@@ -18,7 +18,6 @@ from typing import Any
 
 from .cluster import ClusterError
 from .decisions import (
-    Decision,
     DecisionError,
     Preempt,
     PreemptMode,
@@ -178,11 +177,15 @@ class Engine(_Elastic):
         if self.policy is None:
             return
         self.stats["passes"] += 1
-        for decision in self.policy.schedule(self._view):
+        # Typed `object`, not `Decision`: a policy is the user's code, and compiled code
+        # would check each element against the union with a TypeError, not refuse it.
+        decisions: Iterable[object] = self.policy.schedule(self._view)
+        for decision in decisions:
             self.apply(decision)
 
-    def apply(self, d: Decision) -> None:
-        """Validate and apply one decision; refuse an invalid one without changing state."""
+    def apply(self, d: object) -> None:
+        """Validate and apply one decision; refuse an invalid one, or anything that is not a
+        decision, without changing state (DecisionError)."""
         self.stats["decisions"] += 1
         if isinstance(d, Start):
             self._apply_start(d)
