@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from importlib import resources
 from typing import Any
 
 from .core.cluster_spec import CLUSTER_FORMS
 from .options import _at_least, add_engine_arguments, engine_options_from
+from .outputs import UsageError
 from .outputs import writable_dir as _writable_dir
 from .trace_options import add_trace_selection, procs_per_node_line
 
@@ -65,6 +67,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from . import heap
     from .core.cluster import NodePool
     from .core.cluster_spec import parse_cluster
     from .metrics import format_summary
@@ -73,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
     from .traces import TraceError, normalize, read_trace
     from .traces.normalize import drop_line, select
 
+    try:  # SCHEDD_GC_THRESHOLDS (schedd/heap.py), before any work
+        thresholds = heap.thresholds_from(os.environ.get(heap.ENV, ""))
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     path = args.trace or sample_path()
     raw = read_trace(path, lenient=args.lenient)
     cluster = parse_cluster(args.cluster) if args.cluster else None
@@ -95,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     engine_options = engine_options_from(args, policy)
     out = _writable_dir(args.out)
     progress, close = _progress_bar(len(trace), args.no_progress)
+    heap.settle(thresholds)  # what is loaded so far is never scanned again
     try:
         run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
                        check_invariants=args.validate, progress=progress,

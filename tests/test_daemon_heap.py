@@ -1,4 +1,4 @@
-"""The daemon's garbage-collector settings (schedd/daemon/heap.py): what it holds at start
+"""The daemon's garbage-collector settings (schedd/heap.py): what it holds at start
 is frozen and the thresholds are raised, or CPython's own settings are kept on request;
 a bad SCHEDD_GC_THRESHOLDS is one sentence at startup."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from daemon_proc import DaemonProc, serve_with_env
 
-from schedd.daemon import heap
+from schedd import heap
 
 
 @pytest.fixture()

@@ -25,14 +25,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from .. import limits
+from .. import heap, limits
 from ..core.cluster import Cluster
 from ..core.engine import Command, Engine, EngineOptions
 from ..core.recorder import RunRecorder
 from ..policies import make_policy
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
-from . import heap
 from .auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
