@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .cluster import Cluster, ClusterState
+from .cluster import Cluster, ClusterState, PoolState
 from .exec_state import EngineReadout, Reservation
 from .job import Job, JobState, Notice
 
@@ -64,6 +64,12 @@ class View:
     @property
     def free_nodes(self) -> int:
         return self._engine.state.free_nodes - self._withheld
+
+    @property
+    def on_node_pool(self) -> bool:
+        """Whether the machine is a node pool: its free resources are a count, so a policy
+        may plan on integers instead of a `free_state()` copy."""
+        return isinstance(self._engine.state, PoolState)
 
     def free_state(self) -> ClusterState:
         """A private copy of the machine's free resources to plan on."""

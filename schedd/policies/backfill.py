@@ -89,6 +89,8 @@ def easy_pass(view: View, order: str = "first", generic: bool = False,
     if state is None:
         if view.free_nodes == 0 or not queue:
             return decisions  # nothing can start: skip the shadow computation
+        if view.on_node_pool and not generic:
+            return _easy_counts(view, queue, order, decisions)
         state = view.free_state()
     elif state.free_nodes == 0 or not queue:
         return decisions
@@ -98,14 +100,11 @@ def easy_pass(view: View, order: str = "first", generic: bool = False,
     head = queue[len(started)]
     pool = isinstance(state, PoolState) and not generic
     if pool:
-        shadow, extra = _shadow_counts(view, head.nodes, state.free_nodes, started)
+        shadow, extra = _shadow_counts(view, head.nodes, state.free_nodes,
+                                       [job for job, _ in started])
     else:
         shadow, shadow_state = shadow_of(head, state, releases(view, started))
-    candidates = queue[len(started) + 1:]
-    if order == "best":
-        candidates = sorted(candidates, key=lambda j: -j.nodes)  # stable: queue order ties
-    elif order == "sjf":
-        candidates = sorted(candidates, key=lambda j: j.walltime)
+    candidates = _in_order(queue[len(started) + 1:], order)
     if pool:
         _backfill_counts(now, candidates, state.free_nodes, shadow, extra, decisions)
         return decisions
@@ -139,13 +138,46 @@ def easy_pass(view: View, order: str = "first", generic: bool = False,
     return decisions
 
 
-def _shadow_counts(view: View, need: int, free: int, started: list[tuple[Job, Allocation]]
+def _in_order(candidates: Sequence[Job], order: str) -> Sequence[Job]:
+    """The backfill candidates in the order `order` tries them."""
+    if order == "best":
+        return sorted(candidates, key=lambda j: -j.nodes)  # stable: queue order ties
+    if order == "sjf":
+        return sorted(candidates, key=lambda j: j.walltime)
+    return candidates
+
+
+def _easy_counts(view: View, queue: Sequence[Job], order: str, decisions: list[Decision]
+                 ) -> list[Decision]:
+    """`easy_pass` on the node pool itself, on integers: a pool's allocation of n nodes is
+    n nodes, so neither a copy of its state nor an allocation per start is needed (every
+    pass of an EASY run on a pool; issue 21). `generic=True` runs the state-based path,
+    and the tests check the two agree."""
+    free = view.free_nodes
+    started: list[Job] = []
+    for job in queue:  # start_from_head
+        n = job.nodes
+        if n > free or n < 1:
+            break
+        free -= n
+        decisions.append(Start(job.id))
+        started.append(job)
+    if len(started) == len(queue):
+        return decisions
+    shadow, extra = _shadow_counts(view, queue[len(started)].nodes, free, started)
+    _backfill_counts(view.now, _in_order(queue[len(started) + 1:], order), free, shadow,
+                     extra, decisions)
+    return decisions
+
+
+def _shadow_counts(view: View, need: int, free: int, started: list[Job]
                    ) -> tuple[float, int]:
-    """`shadow_of` on a node pool, on integers: (shadow time, extra nodes)."""
+    """`shadow_of` on a node pool, on integers: (shadow time, extra nodes). A job started
+    in this pass holds its requested nodes."""
     running = view.running
     ends: Iterable[tuple[float, int]] = view.running_by_end()
-    fresh = {job.id: alloc.nodes for job, alloc in started}  # started in this pass
-    more = [(view.now + job.walltime, job.id) for job, _ in started]
+    fresh = {job.id: job.nodes for job in started}  # started in this pass
+    more = [(view.now + job.walltime, job.id) for job in started]
     if view.checkpointing_count:
         more += list(view.checkpointing_until())
     if more:
