@@ -6,6 +6,8 @@ turns the columns into NumPy arrays for the metrics and writers.
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 # Column name -> array typecode ('q' = int64, 'd' = float64). Order is the CSV order.
@@ -80,8 +82,21 @@ class ResultTable:
         n, m = self._n, len(pending)
         if n + m > self._capacity:
             self._grow(max(2 * self._capacity, n + m))
-        for col, values in zip(self._cols.values(), zip(*pending, strict=True), strict=True):
-            col[n:n + m] = values
+        # All the rows as one float64 block, converted in one C loop (per column, NumPy
+        # discovered each value's type again: 6% of a KTH simulation). Integer columns
+        # are exact in float64 below 2**53; anything else (or a NaN in one) goes the slow
+        # way, which keeps every value exact and every error the same.
+        block = None
+        if sum(map(len, pending)) == m * _WIDTH:  # a row of another width: the slow way
+            block = np.fromiter(chain.from_iterable(pending), dtype=np.float64,
+                                count=m * _WIDTH).reshape(m, _WIDTH)
+        if block is not None and (np.abs(block[:, _INT_COLUMNS]) < _EXACT).all():
+            for j, col in enumerate(self._cols.values()):
+                col[n:n + m] = block[:, j]
+        else:
+            for col, values in zip(self._cols.values(), zip(*pending, strict=True),
+                                   strict=True):
+                col[n:n + m] = values
         self._n = n + m
         pending.clear()
 
@@ -117,3 +132,6 @@ class ResultTable:
 
 
 _DTYPES = {"q": np.int64, "d": np.float64}
+_WIDTH = len(COLUMNS)
+_INT_COLUMNS = np.array([j for j, code in enumerate(COLUMNS.values()) if code == "q"])
+_EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64
