@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 COMPILED := schedd/core/engine.py schedd/core/engine_state.py schedd/core/engine_jobs.py \
             schedd/core/engine_preempt.py schedd/core/engine_elastic.py schedd/core/exec_state.py schedd/core/recorder.py schedd/core/job.py schedd/core/lifecycle.py schedd/core/results.py \
             schedd/core/events.py schedd/core/view.py schedd/core/checkpoint.py schedd/core/node_numbers.py \
-            schedd/core/decisions.py \
+            schedd/core/decisions.py schedd/core/spec_rows.py \
             schedd/policies/backfill.py
 
 # compileall: an editable install leaves no bytecode, and where PYTHONDONTWRITEBYTECODE is

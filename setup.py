@@ -25,6 +25,7 @@ COMPILED = [
     "schedd/core/checkpoint.py",
     "schedd/core/node_numbers.py",
     "schedd/core/decisions.py",
+    "schedd/core/spec_rows.py",
     "schedd/policies/backfill.py",
 ]
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from schedd.core.job import JobClass, JobSpec, Notice
+from schedd.core.job import JobSpec
+from schedd.core.spec_rows import SPEC_COLUMNS, specs_of_columns
 from schedd.traces.swf import (
     COLUMN_NAMES,
     EccCommand,
@@ -36,28 +37,6 @@ _REASON_TEXT = {"runtime<=0": "with runtime <= 0", "nodes<1": "asking for no pro
                 "malformed": "on malformed lines (--lenient)",
                 "outside window": "outside --from/--until", "after limit": "after --limit"}
 _SPEC_BLOCK = 4096  # rows converted to Python objects at a time by specs()
-_SPEC_COLUMNS = (
-    "job_id",
-    "submit",
-    "runtime",
-    "nodes",
-    "walltime",
-    "user",
-    "group",
-    "job_class",
-    "min_nodes",
-    "checkpointable",
-    "ckpt_gb",
-    "setup",
-    "req_start",
-    "notice_time",
-    "est_arrival",
-    "est_nodes",
-    "est_runtime",
-    "queue",
-    "ckpt_interval",
-)
-_CLASSES = {c.value: c for c in JobClass}
 
 
 @dataclass(eq=False)
@@ -77,10 +56,8 @@ class NormalizedTrace:
     def specs(self) -> Iterator[JobSpec]:
         """JobSpec objects in queue order, built a block of rows at a time."""
         for lo in range(0, len(self), _SPEC_BLOCK):
-            block = [_as_python(self.columns[name][lo : lo + _SPEC_BLOCK], name)
-                     for name in _SPEC_COLUMNS]
-            for row in zip(*block, strict=True):
-                yield _spec(*row)
+            yield from specs_of_columns([_as_python(self.columns[name][lo:lo + _SPEC_BLOCK],
+                                                    name) for name in SPEC_COLUMNS])
 
 
 _INT_SPEC_COLUMNS = frozenset(
@@ -93,44 +70,6 @@ def _as_python(col: np.ndarray, name: str) -> list:
     if col.dtype.kind in "iuf":
         col = col.astype(np.int64 if name in _INT_SPEC_COLUMNS else np.float64, copy=False)
     return col.tolist()
-
-
-def _spec(
-    job_id: int,
-    submit: float,
-    runtime: float,
-    nodes: int,
-    walltime: float,
-    user: int,
-    group: int,
-    job_class: str,
-    min_nodes: int,
-    checkpointable: int,
-    ckpt_gb: float,
-    setup: float,
-    req_start: float,
-    notice_time: float,
-    est_arrival: float,
-    est_nodes: int,
-    est_runtime: float,
-    queue: int,
-    ckpt_interval: float,
-) -> JobSpec:
-    notice = None
-    if notice_time >= 0:  # absent estimates default to the job's actual values
-        notice = Notice(
-            time=notice_time,
-            est_arrival=est_arrival if est_arrival >= 0 else submit,
-            nodes=est_nodes if est_nodes > 0 else nodes,
-            walltime=est_runtime if est_runtime > 0 else walltime,
-        )
-    # Positional, in JobSpec's field order (id, submit, runtime, nodes, walltime, user,
-    # project, job_class, min_nodes, checkpointable, ckpt_gb_per_node, setup,
-    # requested_start, notice, queue, ckpt_interval): a third cheaper than keywords, once
-    # per job of every simulation (issue 21). -1 checkpointable (absent) means yes.
-    return JobSpec(job_id, submit, runtime, nodes, walltime, user, group, _CLASSES[job_class],
-                   min_nodes, checkpointable != 0, ckpt_gb, max(0.0, setup), req_start, notice,
-                   queue, ckpt_interval)
 
 
 def header_procs_per_node(header: TraceHeader) -> int | None:
