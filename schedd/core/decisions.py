@@ -1,8 +1,9 @@
 """What a policy may ask of the engine. The engine validates each one before acting.
 
-Compiled by mypyc (setup.py): EASY builds a `Start` per job started, and the dataclass's
-generated `__init__` ran interpreted (about 3% of a KTH simulation, issue 21). Compiled
-frozen dataclasses pickle through their constructor (`by_fields`, as in job.py)."""
+Compiled by mypyc (setup.py), with `Start.__init__` written out: EASY builds a `Start` per
+job started, and the dataclass's generated `__init__` ran interpreted, compiled module or
+not (about 3% of a KTH simulation, issue 21). Compiled frozen dataclasses pickle through
+their constructor (`by_fields`, as in job.py)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,21 @@ class DecisionError(ValueError):
     """A decision the engine refused; the state is unchanged."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Start:
     job_id: int
     nodes: int | None = None  # malleable jobs: size within [min, max]; rigid: None
     block: int | None = None  # partition clusters: the block index to use
     reservation: str | None = None  # start inside this reservation
+
+    # Written out so that mypyc compiles it (as JobSpec's, job.py): compiled or not, a
+    # dataclass's generated __init__ runs interpreted, and EASY builds a Start per job.
+    def __init__(self, job_id: int, nodes: int | None = None, block: int | None = None,
+                 reservation: str | None = None) -> None:
+        object.__setattr__(self, "job_id", job_id)
+        object.__setattr__(self, "nodes", nodes)
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "reservation", reservation)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return by_fields(self)
