@@ -170,6 +170,17 @@ def markdown_table() -> str:
 _NUMBERS = (int, float)  # a tuple: `int | float` would build a union at every call
 
 
+def quick_range(name: str) -> tuple[float, float]:
+    """(lo, hi): a plain number of field `name`'s own type (an int for a whole-number
+    field) with lo < value <= hi is acceptable without further checks; anything else
+    needs `problem`. A closed lower bound is moved to the float just below it, so the
+    bound itself (runtime 0, the default) passes in the one comparison too. NaN and the
+    infinities fail it. The submission handler checks seven fields this way (issue 21)."""
+    limit = LIMITS[name]
+    return (limit.low if limit.low_open else math.nextafter(limit.low, -math.inf),
+            limit.high)
+
+
 def problem(name: str, value: Any, label: str | None = None) -> str | None:
     """Why `value` is not acceptable for field `name` (one sentence), or None."""
     limit = LIMITS[name]

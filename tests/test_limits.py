@@ -59,3 +59,35 @@ def test_the_quick_acceptance_agrees_with_the_limit(name: str, value: object) ->
     expected = (not isinstance(value, bool) and isinstance(value, int | float)
                 and limit.accepts(value))
     assert (limits.problem(name, value) is None) == expected
+
+
+def _edges() -> st.SearchStrategy[float]:
+    """Every limit's bounds and the floats next to them, where a range check goes wrong."""
+    points = set()
+    for limit in limits.LIMITS.values():
+        for x in (float(limit.low), float(limit.high)):
+            points.update({x, math.nextafter(x, -math.inf), math.nextafter(x, math.inf)})
+    return st.sampled_from(sorted(points))
+
+
+@given(st.sampled_from(sorted(limits.LIMITS)),
+       st.one_of(st.integers(), st.floats(), _edges(), _edges().map(int),
+                 _edges().map(lambda x: x - 0.5)))
+def test_quick_range_accepts_only_what_the_limit_accepts(name: str, value: float) -> None:
+    """The handler's one comparison (service.py) for values of the field's own protobuf
+    type: an int for a whole-number field, a float (or int) otherwise."""
+    limit = limits.LIMITS[name]
+    if limit.integer and not isinstance(value, int):
+        return  # protobuf never gives a whole-number field anything else
+    lo, hi = limits.quick_range(name)
+    if lo < value <= hi:
+        assert limits.problem(name, value) is None
+
+
+def test_quick_range_takes_a_closed_bound_and_leaves_an_open_one() -> None:
+    lo, hi = limits.quick_range("runtime")  # [0, ...]: 0 means "the walltime"
+    assert lo < 0.0 <= hi and not lo < -5e-324
+    lo, _ = limits.quick_range("walltime")  # (0, ...]
+    assert not lo < 0.0 and lo < 5e-324
+    for bad in (math.nan, math.inf, -math.inf):
+        assert not lo < bad <= hi
