@@ -60,3 +60,24 @@ def test_an_explicit_id_is_checked_before_it_is_found_taken(memory_daemon: Daemo
         service._new_spec(pb.SubmitJobRequest(job_id=7, nodes=1, walltime=60.0))
     assert taken.value.code is grpc.StatusCode.ALREADY_EXISTS
     assert service._new_spec(pb.SubmitJobRequest(job_id=8, nodes=1, walltime=60.0)).id == 8
+
+
+@pytest.mark.parametrize(("fields", "first"), [
+    ({"nodes": 65, "walltime": -1.0}, "65 nodes is more than"),  # the machine before walltime
+    ({"nodes": 0, "walltime": -1.0}, "nodes must be"),
+    ({"walltime": float("nan"), "user": -5}, "walltime must be"),
+    ({"runtime": -1.0, "setup": -1.0}, "runtime must be"),
+    ({"setup": float("inf"), "queue": -2}, "setup must be"),
+    ({"user": -2, "project": -2}, "user must be"),
+    ({"project": -2, "queue": -2}, "project must be"),
+    ({"queue": 2**62}, "queue must be"),
+])
+def test_the_first_bad_field_is_the_one_named(memory_daemon: Daemon, fields: dict,
+                                              first: str) -> None:
+    """The quick comparisons (limits.quick_range) keep the full check's order: nodes,
+    what the machine can give, then walltime, runtime, setup, user, project, queue."""
+    request = pb.SubmitJobRequest(**({"nodes": 2, "walltime": 60.0} | fields))
+    with pytest.raises(Refused) as refused:
+        memory_daemon.service._spec(request)
+    assert refused.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert str(refused.value).startswith(first), str(refused.value)

@@ -96,6 +96,7 @@ _SETUP_LO, _SETUP_HI = limits.quick_range("setup")
 _USER_LO, _USER_HI = limits.quick_range("user")
 _PROJECT_LO, _PROJECT_HI = limits.quick_range("project")
 _QUEUE_LO, _QUEUE_HI = limits.quick_range("queue")
+_CHECKED_AFTER_NODES = ("walltime", "runtime", "setup", "user", "project", "queue")
 
 
 class SchedulerService(pb_grpc.SchedulerServicer):
@@ -255,31 +256,21 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         job_id = r.job_id
         if job_id:  # 0: the daemon assigns one
             _limit("job_id", job_id)
-        # One comparison a field, the full check only outside it (limits.quick_range).
-        nodes = r.nodes
-        if not _NODES_LO < nodes <= _NODES_HI:
+        nodes, walltime, runtime, setup = r.nodes, r.walltime, r.runtime, r.setup
+        user, project, queue = r.user, r.project, r.queue
+        # Comparisons only (limits.quick_range); outside them, the fields are checked one
+        # by one in the order and with the messages of the full check.
+        if not (_NODES_LO < nodes <= _NODES_HI and _WALLTIME_LO < walltime <= _WALLTIME_HI
+                and _RUNTIME_LO < runtime <= _RUNTIME_HI and _SETUP_LO < setup <= _SETUP_HI
+                and _USER_LO < user <= _USER_HI and _PROJECT_LO < project <= _PROJECT_HI
+                and _QUEUE_LO < queue <= _QUEUE_HI):
             _limit("nodes", nodes)
-        if self.engine.cluster.alloc_size(nodes) is None:
-            _invalid(f"{nodes} nodes is more than {self.cluster_name} can give one "
-                     f"job ({self.max_job_nodes})")
-        walltime = r.walltime
-        if not _WALLTIME_LO < walltime <= _WALLTIME_HI:
-            _limit("walltime", walltime)
-        runtime = r.runtime
-        if not _RUNTIME_LO < runtime <= _RUNTIME_HI:
-            _limit("runtime", runtime)
-        setup = r.setup
-        if not _SETUP_LO < setup <= _SETUP_HI:
-            _limit("setup", setup)
-        user = r.user
-        if not _USER_LO < user <= _USER_HI:
-            _limit("user", user)
-        project = r.project
-        if not _PROJECT_LO < project <= _PROJECT_HI:
-            _limit("project", project)
-        queue = r.queue
-        if not _QUEUE_LO < queue <= _QUEUE_HI:
-            _limit("queue", queue)
+            self._fits(nodes)
+            for name, value in zip(_CHECKED_AFTER_NODES,
+                                   (walltime, runtime, setup, user, project, queue),
+                                   strict=True):
+                _limit(name, value)
+        self._fits(nodes)
         min_nodes = -1
         if cls is JobClass.MALLEABLE:
             min_nodes = r.min_nodes or nodes
@@ -310,6 +301,11 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                        user, project, cls, min_nodes, not r.not_checkpointable,
                        ckpt_gb_per_node, setup, requested_start, None,
                        queue, ckpt_interval)
+
+    def _fits(self, nodes: int) -> None:
+        if self.engine.cluster.alloc_size(nodes) is None:
+            _invalid(f"{nodes} nodes is more than {self.cluster_name} can give one "
+                     f"job ({self.max_job_nodes})")
 
     def _new_spec(self, r: pb.SubmitJobRequest, index: str = "") -> JobSpec:
         """A valid request's JobSpec, its id claimed. Explicit ids are the client's
