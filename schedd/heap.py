@@ -59,9 +59,8 @@ def thresholds_from(text: str) -> tuple[int, int, int] | None:
 
 def settle(thresholds: tuple[int, int, int] | None) -> int:
     """Before the long part of a run (the daemon: after recovery, before serving): a full
-    collection, then freeze what survives and
-    set the thresholds. Returns the number of objects frozen (0 when `thresholds` is
-    None: CPython's settings are left alone)."""
+    collection, then freeze what survives and set the thresholds. Returns the number of
+    objects frozen (0 when `thresholds` is None: CPython's settings are left alone)."""
     if thresholds is None:
         return 0
     gc.collect()

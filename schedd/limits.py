@@ -16,7 +16,7 @@ This module sits below every command and driver: it imports nothing from schedd.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MAX_TIME = 1e10  # s: absolute virtual times (a Unix time up to year 2286)
@@ -51,6 +51,13 @@ class Limit:
     low_open: bool = False
     integer: bool = False
     absent: tuple[float, ...] = ()
+    # The one-step acceptance's lower bound (`quick_range`): the float just below a closed
+    # low, so the bound itself passes too; the low itself when it is excluded.
+    quick_low: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "quick_low", self.low if self.low_open
+                           else math.nextafter(self.low, -math.inf))
 
     def accepts(self, value: float) -> bool:
         """Python compares ints and floats exactly: 2**53 + 1 is above 2.0**53."""
@@ -177,19 +184,17 @@ def quick_range(name: str) -> tuple[float, float]:
     bound itself (runtime 0, the default) passes in the one comparison too. NaN and the
     infinities fail it. The submission handler checks seven fields this way (issue 21)."""
     limit = LIMITS[name]
-    return (limit.low if limit.low_open else math.nextafter(limit.low, -math.inf),
-            limit.high)
+    return limit.quick_low, limit.high
 
 
 def problem(name: str, value: Any, label: str | None = None) -> str | None:
     """Why `value` is not acceptable for field `name` (one sentence), or None."""
     limit = LIMITS[name]
     kind = type(value)
-    # Most values are plain numbers well inside the range: accept them in one step, without
-    # the general checks below (seven fields per submitted job; issue 21). Anything else,
-    # a bound itself included, takes the general path.
+    # Most values are plain numbers inside the range: accept them in one step (quick_range),
+    # without the general checks below. Anything else takes the general path.
     if ((kind is int or (kind is float and not limit.integer))
-            and limit.low < value <= limit.high):
+            and limit.quick_low < value <= limit.high):
         return None
     if isinstance(value, bool) or not isinstance(value, _NUMBERS):
         return f"{label or name} must be a number, got {_show(value)}"

@@ -270,7 +270,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                                    (walltime, runtime, setup, user, project, queue),
                                    strict=True):
                 _limit(name, value)
-        self._fits(nodes)
+        else:
+            self._fits(nodes)
         min_nodes = -1
         if cls is JobClass.MALLEABLE:
             min_nodes = r.min_nodes or nodes
