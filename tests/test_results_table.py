@@ -1,5 +1,5 @@
-"""ResultTable (schedd/core/results.py) moves its rows into NumPy columns in one float64
-block when every integer column is exact there, and value by value otherwise: either
+"""ResultTable (schedd/core/results.py) moves its rows into NumPy columns as one packed
+block of int64 and float64 records, and value by value when a row cannot be packed: either
 way each column holds exactly what was appended, and a bad row fails as before."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_columns_hold_exactly_what_was_appended(appended: list[tuple], flush_row
 def test_a_big_integer_is_kept_exact() -> None:
     table = ResultTable()
     row = [1.5 if code == "d" else 7 for code in CODES]
-    row[0] = 2**53 + 1  # the id column: float64 would make it 2**53
+    row[0] = 2**53 + 1  # the id column: a float64 on the way would make it 2**53
     table.append(tuple(row))
     assert table.arrays()["id"].tolist() == [2**53 + 1]
 
@@ -65,3 +65,19 @@ def test_a_nan_in_an_integer_column_fails() -> None:
     table.append(tuple(row))
     with pytest.raises(ValueError):
         table.arrays()
+
+
+def test_a_row_packing_refuses_is_stored_value_by_value() -> None:
+    """A whole float in an integer column cannot be packed as int64; the block it is in
+    goes value by value, as NumPy stores it, and the rows around it are kept."""
+    table = ResultTable()
+    table.FLUSH_ROWS = 3
+    good = tuple(2.5 if code == "d" else 4 for code in CODES)
+    odd = list(good)
+    odd[CODES.index("q", 1)] = 9.0
+    for row in (good, tuple(odd), good, good):
+        table.append(row)
+    got = table.arrays()
+    name = list(COLUMNS)[CODES.index("q", 1)]
+    assert got[name].tolist() == [4, 9, 4, 4]
+    assert got["submit"].tolist() == [2.5] * 4
