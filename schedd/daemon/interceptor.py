@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from operator import attrgetter
 from typing import Any
 
 import grpc
@@ -178,8 +179,9 @@ def oversized(message: Message) -> str | None:
         value = getattr(message, name)
         items = value if repeated else ((value,) if message.HasField(name) else ())
         flat = repeated and _flat_strings(value)
-        if flat:  # SubmitJobs: measure each job's request_id without a call per job
-            items = [i for i in items if any(len(getattr(i, f)) > n for f, n in flat)][:1]
+        if flat:  # SubmitJobs: only the first job with a string too long is looked at
+            first = _first_too_long(value, flat)
+            items = [] if first is None else [value[first]]
         for item in items:
             why = oversized(item)
             if why is not None:
@@ -195,6 +197,20 @@ def _flat_strings(items: Any) -> list[tuple[str, int]] | None:
     if lists or messages or any(repeated for _, repeated in strings):
         return None
     return [(name, limits.STRING_LIMITS.get(name, limits.MAX_STRING)) for name, _ in strings]
+
+
+def _first_too_long(items: Any, flat: list[tuple[str, int]]) -> int | None:
+    """The index of the first message with a string field over its limit, or None. Each
+    field's lengths are read in one C loop (map, attrgetter, max); a field only over its
+    limit somewhere is searched item by item. A 20,000-job stream's check was a Python
+    generator per job (about a tenth of the stream's handling; issue 21)."""
+    first = None
+    for name, limit in flat:
+        lengths = list(map(len, map(attrgetter(name), items)))
+        if lengths and max(lengths) > limit:
+            at = next(k for k, n in enumerate(lengths) if n > limit)
+            first = at if first is None else min(first, at)
+    return first
 
 
 _PLANS: dict[Any, tuple[list[tuple[str, bool]], list[str], list[tuple[str, bool]]]] = {}
