@@ -110,5 +110,17 @@ def test_known_ids_skip_the_store_above_its_largest_id_and_follow_moves(
         journal.mark_now(Progress([], [], 1.0, 1.0, [finished(12)]))
         ids.discard(12)  # moved to the store
         assert 12 in ids and 11 not in ids and 13 not in ids
+        # The assigned-id cursor skips live and stored ids alike, as `in` says.
+        ids.update({4, 5, 8})
+        assert [ids.first_free(c) for c in (1, 3, 6, 7, 11, 12, 13)] == [1, 6, 6, 9, 11, 13, 13]
+        assert all(ids.first_free(c) == next(k for k in range(c, 99) if k not in ids)
+                   for c in range(1, 20))
     finally:
         journal.close()
+
+
+def test_ids_in_use_give_the_first_free_id() -> None:
+    from schedd.daemon.stored import IdsInUse
+
+    ids = IdsInUse({1, 2, 3, 5})
+    assert [ids.first_free(c) for c in (1, 4, 5, 6)] == [4, 4, 6, 6]

@@ -189,7 +189,7 @@ class Daemon:
         meta = {"settings": json.dumps(asdict(self.settings), sort_keys=True)}
         # Finished jobs and older request ids are read back from the journal, not kept.
         self.service.requests = RequestMemo(self.journal)
-        self.service.known_ids = KnownIds(set(self.service.known_ids), self.journal)
+        self.service.known_ids = KnownIds(self.service.known_ids, self.journal)
         self.host.snapshot_extra = lambda: {"next_id": self.service.next_id}
         self.host.snapshot_every = _snapshot_every()
         self.host.record_in_memory = _env_count("SCHEDD_RECORD_IN_MEMORY", RECORD_IN_MEMORY)
@@ -219,7 +219,7 @@ class Daemon:
             log.warning("quarantined journal entry (not replayed)", stimulus_id=seq,
                         kind=kind, error=error)
         self.service.restore_ids([st for st, _ in rec.stimuli])
-        self.service.known_ids = KnownIds(set(self.service.known_ids), self.journal)
+        self.service.known_ids = KnownIds(self.service.known_ids, self.journal)
         self.service.next_id = max(self.service.next_id,
                                    int(self.host.restored_extra.get("next_id", 1)))
         self.service.remember_requests([st for st, _ in rec.stimuli])

@@ -35,6 +35,7 @@ from .host import EngineFailed, EngineHost
 from .interceptor import current_principal
 from .journal import Journal, JournalError
 from .records import FINAL_STATES, PENDING, JobRecord, Stimulus, decode_record, spec_body
+from .stored import IdsInUse
 
 log = structlog.get_logger("schedd.rpc")
 
@@ -113,7 +114,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         self.engine_options = engine_options
         self.agents = agents
         self.policy_spec = policy_spec
-        self.known_ids: set[int] = set(host.records)
+        self.known_ids: IdsInUse = IdsInUse(host.records)
         self.next_id = 1  # cursor of assigned ids (_new_spec)
         # request_id -> (fingerprint, stimulus seq, response fields)
         self.requests: dict[str, tuple[str, int, dict[str, Any]]] = {}
@@ -123,7 +124,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def restore_ids(self, stimuli: list[Stimulus]) -> None:
         """After recovery: ids in use, and the assigned-id cursor past the last id the
         daemon assigned (journalled as `assigned` in the submission's response)."""
-        self.known_ids = set(self.host.records)
+        self.known_ids = IdsInUse(self.host.records)
         assigned = [st.job_id for st in stimuli
                     if st.kind == "submit" and st.response.get("assigned")]
         self.next_id = max(assigned, default=0) + 1
@@ -317,9 +318,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         request uses none up."""
         assign = 0
         if not r.job_id:
-            while self.next_id in self.known_ids:
-                self.next_id += 1
-            assign = self.next_id
+            assign = self.next_id = self.known_ids.first_free(self.next_id)
         spec = self._spec(r, index, assign)
         if assign:
             if assign > MAX_JOB_ID:  # only after 2**53 jobs

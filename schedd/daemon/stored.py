@@ -52,7 +52,18 @@ def stored_record(journal: Journal, table: str, below: int, chunk: int
         yield unpack_rows(blobs, RECORD_ROWS[table])
 
 
-class KnownIds(set[int]):
+class IdsInUse(set[int]):
+    """Job ids in use, all held in the set (a daemon without a results store)."""
+
+    def first_free(self, cursor: int) -> int:
+        """The first id from `cursor` on that is not in use: one call per assigned id,
+        not an `in` per id tried (issue 21)."""
+        while cursor in self:
+            cursor += 1
+        return cursor
+
+
+class KnownIds(IdsInUse):
     """Job ids in use: live ones in the set, finished ones found in the results store."""
 
     def __init__(self, ids: set[int], journal: Journal):
@@ -66,6 +77,13 @@ class KnownIds(set[int]):
             return True
         return (isinstance(job_id, int) and job_id <= self._stored_max
                 and self._journal.finished_record(job_id) is not None)
+
+    def first_free(self, cursor: int) -> int:
+        live = set.__contains__  # the set's own test: not the interpreted one above
+        while live(self, cursor) or (cursor <= self._stored_max
+                                     and self._journal.finished_record(cursor) is not None):
+            cursor += 1
+        return cursor
 
     def discard(self, job_id: object) -> None:
         """A job leaves memory: moved to the results store (or its submission failed)."""
