@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.engine import Ecc
 from ..core.job import Job, JobClass, JobSpec, JobState, Notice
+from ..core.spec_rows import plain_spec
 
 PENDING = "pending"  # accepted; the engine has not seen it arrive yet
 WAITING_STATES = ("queued", "preempted")
@@ -128,18 +129,11 @@ class Stimulus:
 _BODY_FIELDS = tuple(f.name for f in fields(JobSpec) if f.name not in ("job_class", "notice"))
 
 
-def spec_body(spec: JobSpec) -> dict[str, Any]:
-    """The journal's JSON form of a job (plain values; notices travel on their own): the
-    fields of _BODY_FIELDS in order, then the class letter. Written out rather than a
-    loop over the names, since every submission builds one (issue 21: half the time);
-    tests/test_daemon_records.py holds it to _BODY_FIELDS."""
-    return {"id": spec.id, "submit": spec.submit, "runtime": spec.runtime,
-            "nodes": spec.nodes, "walltime": spec.walltime, "user": spec.user,
-            "project": spec.project, "min_nodes": spec.min_nodes,
-            "checkpointable": spec.checkpointable, "ckpt_gb_per_node": spec.ckpt_gb_per_node,
-            "setup": spec.setup, "requested_start": spec.requested_start,
-            "queue": spec.queue, "ckpt_interval": spec.ckpt_interval,
-            "job_class": spec.job_class._value_}
+# The journal's JSON form of a job (plain values; notices travel on their own): the
+# fields of _BODY_FIELDS in order, then the class letter. Compiled and written out rather
+# than a loop over the names, since every submission builds one (issue 21);
+# tests/test_daemon_records.py holds it to _BODY_FIELDS.
+spec_body = plain_spec
 
 
 def spec_of_body(body: dict[str, Any]) -> JobSpec:
