@@ -235,6 +235,31 @@ def test_per_class_breakdown_only_present_classes() -> None:
     assert s["stats"]["by_class"]["dedicated"]["wait_s"]["mean"] is None
 
 
+def test_one_class_groups_equal_those_the_general_path_gives() -> None:
+    """A run of one class reuses the run's own descriptions for that class (no second
+    sort); they equal what the per-class grouping gives when another class is present
+    but never started (that run takes the general path), and share no dict."""
+    rng = np.random.default_rng(3)
+    n = 400
+    start = rng.integers(0, 5_000, n).astype(float)
+    end = start + rng.integers(1, 40_000, n)
+    cols = dict(submit=np.zeros(n), first_start=start, end=end,
+                alloc_nodes=rng.integers(1, 300, n))
+    one = summarize(make_results(**cols), total_nodes=512)["stats"]
+    with_unstarted = {k: np.append(v, {"first_start": -1.0, "end": 9.0}.get(k, 1.0))
+                      for k, v in cols.items()}
+    two = summarize(make_results(**with_unstarted, job_class=[B] * n + [R]),
+                    total_nodes=512)["stats"]
+    assert list(two["by_class"]) == ["batch", "realtime"]
+    for key in ("all", "by_category"):
+        assert one[key] == two[key]
+    assert one["by_class"] == {"batch": two["by_class"]["batch"]}
+    assert one["by_class_category"] == {"batch": two["by_class_category"]["batch"]}
+    assert one["by_class"]["batch"] == one["all"]
+    assert one["by_class"]["batch"]["wait_s"] is not one["all"]["wait_s"]
+    assert one["by_class_category"]["batch"]["wide-long"] is not one["by_category"]["wide-long"]
+
+
 def test_preemption_ratio_overall_and_per_class() -> None:
     # preempted at least once: jobs 1 and 2 of 4 -> 0.5; batch 2 of 3; realtime 0 of 1
     r = make_results(end=[1, 1, 1, 1], preemptions=[0, 2, 1, 0], job_class=[B, B, B, R])
