@@ -45,6 +45,7 @@ from typing import Any
 from .journal_check import acked_path, check_journal, row_crc
 from .journal_json import json_text
 from .records import Stimulus
+from .wal_checkpoints import ROWS, SAFETY_PAGES, WalCheckpointer
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -188,6 +189,8 @@ class Journal:
         self._on_commit_seconds = on_commit_seconds
         self._next_seq = 1
         self._acked_fd: int | None = None
+        self._wal: WalCheckpointer | None = None  # on disk: checkpoints off the commit path
+        self._changes_checkpointed = 0  # the writer's total_changes when one was last due
         self.request_id_seconds = request_id_days() * 86400.0
         self.on_committed: Callable[[list[Stimulus]], None] | None = None
         self._executor.submit(self._open, check).result()
@@ -212,6 +215,8 @@ class Journal:
                 if mode.lower() != "wal":
                     raise JournalError(f"{self.path}: SQLite refused WAL mode ({mode})")
             db.execute("PRAGMA synchronous=FULL")
+            if self.on_disk:  # WalCheckpointer checkpoints; this is only a safety net
+                db.execute(f"PRAGMA wal_autocheckpoint={SAFETY_PAGES}")
             db.executescript(SCHEMA)
             columns = {r[1] for r in db.execute("PRAGMA table_info(stimuli)")}
             if "crc" not in columns:  # a journal of an earlier version
@@ -237,6 +242,7 @@ class Journal:
                                    f"{err.strerror}") from None
             if not existed:  # a new journal: a stale mark of a deleted one means nothing
                 self._write_acked(0)
+            self._wal = WalCheckpointer(self.path)
 
     def _write_acked(self, seq: int) -> None:
         if self._acked_fd is not None:
@@ -252,6 +258,11 @@ class Journal:
             db.execute("BEGIN IMMEDIATE")
             work(db)
             db.execute("COMMIT")
+            if self._wal is not None:
+                due = db.total_changes - self._changes_checkpointed >= ROWS
+                if due:
+                    self._changes_checkpointed = db.total_changes
+                self._wal.written(due)
         except sqlite3.Error as err:
             if db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
@@ -559,6 +570,9 @@ class Journal:
 
     def close(self) -> None:
         def close_db() -> None:
+            if self._wal is not None:  # first: the writer, closing last, checkpoints
+                self._wal.close()
+                self._wal = None
             if self._db is not None:
                 self._db.close()
                 self._db = None
