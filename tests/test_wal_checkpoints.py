@@ -6,7 +6,6 @@ itself only past the safety net, and closing leaves no thread and no log behind.
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 from pathlib import Path
 
@@ -93,8 +92,11 @@ def test_closing_stops_the_thread_and_removes_the_log(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite"
     journal = Journal(str(path))
     write(journal, submissions(1, 50))
+    assert journal._wal is not None
+    thread = journal._wal._thread
+    assert thread.is_alive()
     journal.close()
-    assert not any(t.name == "schedd-wal" and t.is_alive() for t in threading.enumerate())
+    assert not thread.is_alive() and journal._wal is None
     assert not Path(f"{path}-wal").exists()
     db = sqlite3.connect(path)
     try:
