@@ -89,7 +89,7 @@ class ResultTable:
         # same (ValueError, OverflowError) as NumPy gives.
         try:
             block = np.frombuffer(b"".join([_ROW.pack(*row) for row in pending]),
-                                  dtype=_ROW_DTYPE)
+                                  dtype=ROW_DTYPE)
         except struct.error:
             for col, values in zip(self._cols.values(), zip(*pending, strict=True),
                                    strict=True):
@@ -133,5 +133,6 @@ class ResultTable:
 
 _DTYPES = {"q": np.int64, "d": np.float64}
 # One row's bytes: little-endian int64 ('q') and float64 ('d') in COLUMNS order, no padding.
+# The same row as a NumPy record (the daemon's results store keeps rows in this form too).
 _ROW = struct.Struct("<" + "".join(COLUMNS.values()))
-_ROW_DTYPE = np.dtype([(name, "<i8" if code == "q" else "<f8") for name, code in COLUMNS.items()])
+ROW_DTYPE = np.dtype([(name, "<i8" if code == "q" else "<f8") for name, code in COLUMNS.items()])

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.results import COLUMNS
+from ..core.results import ROW_DTYPE
 from ..run_files import RECORD_TABLES
 
 if TYPE_CHECKING:
     from .journal import Journal
 
-ROW = np.dtype([(name, "<i8" if code == "q" else "<f8") for name, code in COLUMNS.items()])
+ROW = ROW_DTYPE  # one result row, as the results store keeps it
 REQUESTS_IN_MEMORY = 20_000
 
 
@@ -75,15 +75,17 @@ class KnownIds(IdsInUse):
     def __contains__(self, job_id: object) -> bool:
         if super().__contains__(job_id):
             return True
-        return (isinstance(job_id, int) and job_id <= self._stored_max
-                and self._journal.finished_record(job_id) is not None)
+        return isinstance(job_id, int) and self._stored(job_id)
 
     def first_free(self, cursor: int) -> int:
         live = set.__contains__  # the set's own test: not the interpreted one above
-        while live(self, cursor) or (cursor <= self._stored_max
-                                     and self._journal.finished_record(cursor) is not None):
+        while live(self, cursor) or self._stored(cursor):
             cursor += 1
         return cursor
+
+    def _stored(self, job_id: int) -> bool:
+        """In the results store (no query above the largest id stored)."""
+        return job_id <= self._stored_max and self._journal.finished_record(job_id) is not None
 
     def discard(self, job_id: object) -> None:
         """A job leaves memory: moved to the results store (or its submission failed)."""
