@@ -11,7 +11,7 @@ COMPILED := schedd/core/engine.py schedd/core/engine_state.py schedd/core/engine
             schedd/core/engine_preempt.py schedd/core/engine_elastic.py schedd/core/exec_state.py schedd/core/recorder.py schedd/core/job.py schedd/core/lifecycle.py schedd/core/results.py \
             schedd/core/events.py schedd/core/view.py schedd/core/checkpoint.py schedd/core/node_numbers.py \
             schedd/core/decisions.py schedd/core/spec_rows.py \
-            schedd/policies/backfill.py
+            schedd/policies/backfill.py schedd/policies/easy_plain.py
 
 # compileall: an editable install leaves no bytecode, and where PYTHONDONTWRITEBYTECODE is
 # set none is ever written, so every command compiled its modules again (30-40 ms each).

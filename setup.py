@@ -27,6 +27,7 @@ COMPILED = [
     "schedd/core/decisions.py",
     "schedd/core/spec_rows.py",
     "schedd/policies/backfill.py",
+    "schedd/policies/easy_plain.py",
 ]
 
 

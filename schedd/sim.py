@@ -23,6 +23,7 @@ from .core.results import CLASS_CODES, COLUMNS, STATE_CODES, ResultTable
 from .core.validate import validate
 from .metrics import MetricOptions, summarize
 from .policies import Policy
+from .policies.easy_plain import plain_easy_order, run_plain_easy
 from .run_files import write_segments_csv, write_timeseries_csv
 from .text_columns import constant_cells, join_rows, number_cells, word_cells
 from .traces import NormalizedTrace
@@ -62,27 +63,21 @@ def simulate(
     check_invariants: bool = False,
     progress: Callable[[int], None] | None = None,
     record: bool = False,
+    general: bool = False,
 ) -> RunResult:
     """Run the trace to the end. `record` keeps execution segments and the machine's time
-    series for segments.csv / timeseries.csv."""
+    series for segments.csv / timeseries.csv. A plain EASY run on a node pool takes the
+    fast path of schedd/policies/easy_plain.py, which gives the same results; `general`
+    runs it through the general engine all the same."""
     engine = Engine(cluster, policy, seed=seed, options=engine_options)
     engine.results = ResultTable.empty(len(trace))
     if record:
         engine.recorder = RunRecorder()
-    cols = trace.columns
-    if "notice_time" in cols:
-        for i in np.flatnonzero(cols["notice_time"] >= 0):
-            engine.notice(int(cols["job_id"][i]), _notice_of(cols, int(i)))
-    engine.feed(trace.specs())
-    if trace.eccs:
-        engine.feed_eccs(Ecc(c.job_id, c.time, c.kind, c.amount) for c in trace.eccs)
-    steps = 0
-    while engine.step():
-        if check_invariants:
-            validate(engine)
-        steps += 1
-        if progress is not None and steps % 2048 == 0:
-            progress(len(engine.results))
+    order = None if general or check_invariants else plain_easy_order(engine, trace)
+    if order is not None:
+        run_plain_easy(engine, trace.specs(), order, progress)
+    else:
+        _run_engine(engine, trace, check_invariants, progress)
     if progress is not None:
         progress(len(engine.results))
     arrays = engine.results.arrays(copy=False)
@@ -100,6 +95,24 @@ def simulate(
                         or MetricOptions(prompt_grace_s=engine.options.warning_s),
                         segments=segments)
     return RunResult(arrays, summary, engine, engine.recorder)
+
+
+def _run_engine(engine: Engine, trace: NormalizedTrace, check_invariants: bool,
+                progress: Callable[[int], None] | None) -> None:
+    cols = trace.columns
+    if "notice_time" in cols:
+        for i in np.flatnonzero(cols["notice_time"] >= 0):
+            engine.notice(int(cols["job_id"][i]), _notice_of(cols, int(i)))
+    engine.feed(trace.specs())
+    if trace.eccs:
+        engine.feed_eccs(Ecc(c.job_id, c.time, c.kind, c.amount) for c in trace.eccs)
+    steps = 0
+    while engine.step():
+        if check_invariants:
+            validate(engine)
+        steps += 1
+        if progress is not None and steps % 2048 == 0:
+            progress(len(engine.results))
 
 
 def _notice_of(cols: dict[str, np.ndarray], i: int) -> Notice:

@@ -49,6 +49,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     add_trace_selection(sim)
     sim.add_argument("--validate", action="store_true",
                      help="check every engine invariant after every instant (slow)")
+    sim.add_argument("--general-engine", action="store_true",
+                     help="run an EASY run on a node pool that uses no other mechanism "
+                     "through the general engine too, not its fast path (same results, "
+                     "about twice as slow; docs/simulate.md)")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
     shown = sim.add_mutually_exclusive_group()
     shown.add_argument("--verbose", action="store_true",
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
                        check_invariants=args.validate, progress=progress,
-                       record=not args.no_run_files)
+                       record=not args.no_run_files, general=args.general_engine)
     finally:
         close()
     description = describe_run(path, trace, cluster, policy, args.seed, engine_options)

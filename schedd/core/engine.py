@@ -85,6 +85,13 @@ class Engine(_Elastic):
     def wake_at(self, time: float) -> None:
         self.events.push(max(time, self.now), EV_WAKE, None)
 
+    def adopt_clock(self, now: float, busy_integral: float) -> None:
+        """Take the instant and busy-node integral a fast path reached while appending to
+        this engine's results and recorder (schedd/policies/easy_plain.py), so that the
+        engine reads as if it had stepped there itself."""
+        self.now = self._last_t = now
+        self._busy_integral = busy_integral
+
     def next_time(self) -> float | None:
         return self.events.peek_time()
 
