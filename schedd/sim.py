@@ -75,7 +75,7 @@ def simulate(
         engine.recorder = RunRecorder()
     order = None if general or check_invariants else plain_easy_order(engine, trace)
     if order is not None:
-        run_plain_easy(engine, trace.specs(), order, progress)
+        run_plain_easy(engine, trace, order, progress)
     else:
         _run_engine(engine, trace, check_invariants, progress)
     if progress is not None:

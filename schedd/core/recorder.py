@@ -95,6 +95,24 @@ class RunRecorder:
         self.lvl_kind.append(kind)
         self.lvl_delta.append(change)
 
+    def add_segments(self, job: bytes, start: bytes, end: bytes, nodes: bytes, block: bytes,
+                     reason: bytes) -> None:
+        """Segments a driver computed in bulk, each column as the bytes of its array
+        (int64 or float64 as the column is), in the order they ended."""
+        self.seg_job.frombytes(job)
+        self.seg_start.frombytes(start)
+        self.seg_end.frombytes(end)
+        self.seg_nodes.frombytes(nodes)
+        self.seg_block.frombytes(block)
+        self.seg_reason.frombytes(reason)
+
+    def add_waits(self, job: bytes, start: bytes, end: bytes, node_s: bytes) -> None:
+        """Waits a driver computed in bulk (as `add_segments`), in the order they ended."""
+        self.wait_job.frombytes(job)
+        self.wait_start.frombytes(start)
+        self.wait_end.frombytes(end)
+        self.wait_node_s.frombytes(node_s)
+
     # ---------------------------------------------------------------- reading
     def close_open(self, t: float) -> None:
         """End the segments and waits still open at t (a run cut short)."""

@@ -116,6 +116,20 @@ class ResultTable:
         n = self._n
         return {name: col[:n].copy() if copy else col[:n] for name, col in self._cols.items()}
 
+    def extend(self, columns: dict[str, np.ndarray | int | float]) -> None:
+        """Rows given column by column (every column of COLUMNS: arrays of equal length, or
+        one value for the whole column), after the rows so far; each value is converted by
+        its column's type as `append` would."""
+        self._flush()
+        ids = columns["id"]
+        assert isinstance(ids, np.ndarray)
+        n, m = self._n, len(ids)
+        if n + m > self._capacity:
+            self._grow(max(2 * self._capacity, n + m))
+        for name, col in self._cols.items():
+            col[n:n + m] = columns[name]
+        self._n = n + m
+
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> ResultTable:
         n = len(arrays["id"])
