@@ -237,6 +237,26 @@ def test_jobs_a_mechanism_listens_to_do_not(change: dict) -> None:
     assert_same_run(run(trace, "easy", False), run(trace, "easy", True))  # both: engine
 
 
+def test_a_repeated_id_gets_the_engines_error() -> None:
+    """Queue order allows an id again at a later submit time; the engine refuses it when
+    it arrives, and so the run is the engine's."""
+    trace = trace_of(PLAIN_ROWS, 4)
+    columns = {k: np.concatenate([v, v[1:2]]) for k, v in trace.columns.items()}
+    columns["submit"][-1] = 1000.0  # job 2 again, last in queue order
+    trace = NormalizedTrace(trace.header, trace.max_nodes, columns, trace.dropped, [])
+    assert _order(trace) is None
+    for general in (False, True):
+        with pytest.raises(DecisionError, match="submitted twice"):
+            run(trace, "easy", general)
+
+
+def test_a_nan_checkpoint_interval_is_not_taken_for_none() -> None:
+    rows = [dict(r, checkpointable=1) for r in PLAIN_ROWS]
+    rows[2]["ckpt_interval"] = float("nan")
+    assert _order(trace_of(rows, 4)) is None
+    assert _order(trace_of([dict(r, checkpointable=1) for r in PLAIN_ROWS], 4)) == "first"
+
+
 def test_elastic_commands_do_not() -> None:
     trace = trace_of(PLAIN_ROWS, 4)
     trace.eccs.append(EccCommand(job_id=2, time=20.0, kind="ET", amount=10.0, line=0))

@@ -79,7 +79,7 @@ def _plain_columns(cols: dict[str, np.ndarray], total: int, periodic: str) -> bo
     if (rises < 0).any() or ((rises == 0) & (ties <= 0)).any():
         return False
     if (runtime <= 0).any() or (walltime <= 0).any() or (nodes < 1).any() or (
-            nodes > total).any():
+            nodes > total).any() or len(np.unique(ids)) != n:
         return False
     if not np.isin(cols["job_class"], list(CLASS_CODES)).all():
         return False
@@ -91,12 +91,13 @@ def _plain_columns(cols: dict[str, np.ndarray], total: int, periodic: str) -> bo
     if (cols["req_start"] >= 0).any():
         return False
     # Periodic checkpoints: `_begin_segment` models none for a job that is not
-    # checkpointable, or under "none", or under "trace" without an interval of its own.
+    # checkpointable, or under "none", or under "trace" without an interval of its own
+    # (its test, `ckpt_interval <= 0`, taken as it is: a NaN interval is not "none").
     if periodic == "none":
         return True
     if periodic != "trace":
         return not (cols["checkpointable"] != 0).any()
-    return not ((cols["checkpointable"] != 0) & (cols["ckpt_interval"] > 0)).any()
+    return not ((cols["checkpointable"] != 0) & ~(cols["ckpt_interval"] <= 0)).any()
 
 
 def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
