@@ -222,15 +222,18 @@ def _easy_starts(queue: list[int], free: int, now: float, order: str,
                 shadow = more[i][0]
             i += 1
     extra = spare - need if shadow < INF else 0
-    candidates = queue[k + 1:]
+    # The candidates after the head, in the order the policy tries them (queue order
+    # itself for "first": read in place, not copied, since a pass ends at free == 0).
+    candidates = queue
     if order == "best":
-        candidates.sort(key=lambda r: -nodes[r])
+        candidates = sorted(queue[k + 1:], key=lambda r: -nodes[r])
     elif order == "sjf":
-        candidates.sort(key=lambda r: walltime[r])
+        candidates = sorted(queue[k + 1:], key=lambda r: walltime[r])
     later: list[int] = []
-    for row in candidates:
+    for c in range(k + 1 if order == "first" else 0, len(candidates)):
         if free == 0:
             break
+        row = candidates[c]
         n = nodes[row]
         if n > free:
             continue
