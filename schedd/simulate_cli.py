@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 import sys
-from importlib import resources
 from typing import Any
 
 from .core.cluster_spec import CLUSTER_FORMS
@@ -21,6 +20,8 @@ SAMPLE_TRACE = "sample-lublin256-1000.swf"
 
 def sample_path() -> str:
     """The bundled trace that `schedd simulate` (and `schedd-replay`) run by default."""
+    from importlib import resources  # with tempfile, ~5 ms a run given --trace never needs
+
     return str(resources.files("schedd.data").joinpath(SAMPLE_TRACE))
 
 

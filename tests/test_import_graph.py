@@ -163,6 +163,26 @@ def test_a_simulation_of_easy_loads_only_what_it_uses():
     assert not heavy & loaded, f"loaded without use: {sorted(heavy & loaded)}"
 
 
+def test_a_simulation_of_a_given_trace_on_a_pool_loads_no_package_resource():
+    """Mira's block list and the bundled sample trace are package resources: reading one
+    loads importlib.resources and tempfile (about 6 ms); a run given --trace on a node pool
+    needs neither."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from schedd.simulate_cli import sample_path
+
+    code = ("import sys; from schedd.cli import main; "
+            "main(['simulate', '--trace', sys.argv[2], '--out', sys.argv[1], "
+            "'--no-progress', '--quiet', '--limit', '50']); print(' '.join(sorted(sys.modules)))")
+    with tempfile.TemporaryDirectory() as out:
+        loaded = set(subprocess.run([sys.executable, "-c", code, out, sample_path()],
+                                    capture_output=True, text=True, check=True).stdout.split())
+    unused = {"schedd.core.mira_blocks", "importlib.resources", "tempfile"}
+    assert not unused & loaded, f"loaded without use: {sorted(unused & loaded)}"
+
+
 # The modules of each `schedd` command (its parser and what it runs): no other command
 # may load them, not even to declare its options.
 COMMAND_MODULES = {
