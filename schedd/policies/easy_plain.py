@@ -9,7 +9,7 @@ checkpoints, elastic commands, reservations or notices may be listening. When no
 engine records of it follows from its trace row and those two times. So the loop here
 keeps only row numbers and times, in exactly the engine's order of events (at one instant:
 ends in the order their jobs started, then submissions in queue order, then one EASY pass,
-again while ends fall at that instant), and `_result_columns` then computes every result
+again while ends fall at that instant), and `_record` then computes every result
 column, segment and wait with the engine's own float operations, element-wise. Every output
 file is byte-identical to the general engine's: tests/test_easy_plain.py checks it on
 random traces and on the real ones, and `schedd simulate --general-engine` runs the
