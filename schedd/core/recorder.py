@@ -18,6 +18,7 @@ running jobs, reserved nodes) follows from these by a cumulative sum at write ti
 from __future__ import annotations
 
 from array import array
+from typing import Final
 
 from .job import Job, JobState
 
@@ -38,8 +39,11 @@ TIMESERIES_COLUMNS = ("time", "busy_nodes", "down_nodes", "queue_length", "queue
 
 DOWN, RESERVED = 0, 1  # level kinds
 # Plain names for the states (attribute access on an Enum class is slow in a hot path).
-_Q, _R, _C, _P, _DONE = (JobState.QUEUED, JobState.RUNNING, JobState.CHECKPOINTING,
-                         JobState.PREEMPTED, JobState.COMPLETED)
+_Q: Final = JobState.QUEUED
+_R: Final = JobState.RUNNING
+_C: Final = JobState.CHECKPOINTING
+_P: Final = JobState.PREEMPTED
+_DONE: Final = JobState.COMPLETED
 
 
 class RunRecorder:

@@ -11,6 +11,7 @@ state at the shadow time — on a node pool this is exactly `nodes <= extra`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Final
 
 from ..core.cluster import Allocation, ClusterState, PoolState
 from ..core.decisions import Decision, Start, WakeAt
@@ -18,7 +19,7 @@ from ..core.job import Job
 from ..core.view import View
 from .base import Policy
 
-INF = float("inf")
+INF: Final = float("inf")
 
 
 def _start(job: Job, alloc: Allocation) -> Start:
@@ -219,6 +220,25 @@ def shadow_and_extra(releases: Iterable[tuple[float, int]], need: int, free: int
     return shadow, (free - need if shadow < INF else 0)
 
 
+# How a candidate may be backfilled on a node pool (`backfill_way`). Final: compiled
+# code uses the values, not a lookup of the module's globals per candidate.
+NOT_NOW: Final = 0
+BY_SHADOW: Final = 1
+IN_EXTRA: Final = 2
+
+
+def backfill_way(nodes: int, free: int, end: float, shadow: float, extra: int) -> int:
+    """EASY's test for a candidate of `nodes` nodes that would end at `end` if started
+    now: NOT_NOW unless it fits in the `free` nodes; BY_SHADOW if it ends by the shadow
+    time; IN_EXTRA if it runs past it within the `extra` nodes the head leaves spare
+    (which it then uses up)."""
+    if nodes > free:
+        return NOT_NOW
+    if end <= shadow:
+        return BY_SHADOW
+    return IN_EXTRA if nodes <= extra else NOT_NOW
+
+
 def _backfill_counts(now: float, candidates: Sequence[Job], free: int, shadow: float,
                      extra: int, decisions: list[Decision]) -> None:
     """The backfill loop of `easy_pass` on a node pool, on plain integers (the hot loop)."""
@@ -226,15 +246,12 @@ def _backfill_counts(now: float, candidates: Sequence[Job], free: int, shadow: f
         if free == 0:
             return
         n = job.nodes
-        if n > free:
+        way = backfill_way(n, free, now + job.walltime, shadow, extra)
+        if way == NOT_NOW:
             continue
-        if now + job.walltime <= shadow:
-            free -= n
-        elif n <= extra:
-            free -= n
+        free -= n
+        if way == IN_EXTRA:
             extra -= n
-        else:
-            continue
         decisions.append(Start(job.id))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable
+from typing import Final
 
 import numpy as np
 
@@ -30,9 +31,9 @@ from ..core.job import JobClass
 from ..core.recorder import COMPLETED_, KILLED_
 from ..core.results import CLASS_CODES, STATE_CODES
 from ..traces import NormalizedTrace
-from .backfill import Easy
+from .backfill import IN_EXTRA, NOT_NOW, Easy, backfill_way
 
-INF = float("inf")
+INF: Final = float("inf")
 _KILLED_CODE = STATE_CODES.index("killed")
 _ORDERS = ("first", "best", "sjf")
 
@@ -240,15 +241,12 @@ def _easy_starts(queue: list[int], free: int, now: float, order: str,
             break
         row = candidates[c]
         n = nodes[row]
-        if n > free:
+        way = backfill_way(n, free, now + walltime[row], shadow, extra)
+        if way == NOT_NOW:
             continue
-        if now + walltime[row] <= shadow:
-            free -= n
-        elif n <= extra:
-            free -= n
+        free -= n
+        if way == IN_EXTRA:
             extra -= n
-        else:
-            continue
         later.append(row)
     return k, later
 
