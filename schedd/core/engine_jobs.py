@@ -4,6 +4,8 @@ see engine_state.py)."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from .cluster import Allocation
 from .decisions import DecisionError
 from .engine_state import (
@@ -20,10 +22,11 @@ from .exec_state import _Exec
 from .job import Job, JobClass, JobSpec
 from .results import CLASS_CODES, STATE_CODES
 
-BATCH = JobClass.BATCH
+BATCH: Final = JobClass.BATCH
 # (The common class and state are compared first: an Enum's hash is a Python-level call.)
-_CLASS_INDEX = {c: CLASS_CODES.index(c.value) for c in JobClass}
-_STATE_INDEX = {s: STATE_CODES.index(s.value) for s in (COMPLETED, KILLED, CANCELLED, FAILED)}
+_CLASS_INDEX: Final = {c: CLASS_CODES.index(c.value) for c in JobClass}
+_STATE_INDEX: Final = {s: STATE_CODES.index(s.value)
+                       for s in (COMPLETED, KILLED, CANCELLED, FAILED)}
 
 
 class _JobLifecycle(_EngineState):

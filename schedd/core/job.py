@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from .cluster import Allocation
 from .pickling import by_fields
@@ -55,10 +55,15 @@ class JobState(enum.Enum):
         return self is _RUNNING or self is _CHECKPOINTING
 
 
-_QUEUED, _RUNNING, _CHECKPOINTING, _PREEMPTED = (
-    JobState.QUEUED, JobState.RUNNING, JobState.CHECKPOINTING, JobState.PREEMPTED)
-_DONE, _KILLED, _CANCELLED, _FAILED = (
-    JobState.COMPLETED, JobState.KILLED, JobState.CANCELLED, JobState.FAILED)
+# Final: compiled code keeps each in a C static, not a lookup in the module's globals.
+_QUEUED: Final = JobState.QUEUED
+_RUNNING: Final = JobState.RUNNING
+_CHECKPOINTING: Final = JobState.CHECKPOINTING
+_PREEMPTED: Final = JobState.PREEMPTED
+_DONE: Final = JobState.COMPLETED
+_KILLED: Final = JobState.KILLED
+_CANCELLED: Final = JobState.CANCELLED
+_FAILED: Final = JobState.FAILED
 
 
 @dataclass(frozen=True, slots=True)

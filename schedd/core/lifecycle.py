@@ -6,20 +6,24 @@ can be reported with the job's story.
 
 from __future__ import annotations
 
+from typing import Final
+
 from .errors import IllegalTransition
 from .job import Job, JobState
 
 __all__ = ["TRANSITIONS", "IllegalTransition", "legal", "story", "transition"]
 
-Q, R, C, P = JobState.QUEUED, JobState.RUNNING, JobState.CHECKPOINTING, JobState.PREEMPTED
-DONE, KILLED, CANCELLED, FAILED = (
-    JobState.COMPLETED,
-    JobState.KILLED,
-    JobState.CANCELLED,
-    JobState.FAILED,
-)
+# Final: compiled code keeps each in a C static, not a lookup in the module's globals.
+Q: Final = JobState.QUEUED
+R: Final = JobState.RUNNING
+C: Final = JobState.CHECKPOINTING
+P: Final = JobState.PREEMPTED
+DONE: Final = JobState.COMPLETED
+KILLED: Final = JobState.KILLED
+CANCELLED: Final = JobState.CANCELLED
+FAILED: Final = JobState.FAILED
 
-TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+TRANSITIONS: Final[dict[JobState, frozenset[JobState]]] = {
     Q: frozenset({R, CANCELLED}),
     # RUNNING -> PREEMPTED: immediate preemption (NO/SYS/APP-CKPT) or requeue after failure
     R: frozenset({DONE, KILLED, C, P, CANCELLED, FAILED}),
@@ -32,7 +36,7 @@ TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     FAILED: frozenset(),
 }
 
-HISTORY_LIMIT = 32  # keep a job's recent story bounded; long-lived jobs restart many times
+HISTORY_LIMIT: Final = 32  # keep a job's recent story bounded; long-lived jobs restart many times
 
 
 def story(job: Job) -> str:

@@ -10,11 +10,11 @@ so the constructor checks their types exactly as before.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from .job import JobClass, JobSpec, Notice
 
-_CLASSES: dict[str, JobClass] = {c.value: c for c in JobClass}
+_CLASSES: Final[dict[str, JobClass]] = {c.value: c for c in JobClass}
 
 # The columns `specs_of_columns` takes, in this order (schedd/traces/normalize.py).
 SPEC_COLUMNS = ("job_id", "submit", "runtime", "nodes", "walltime", "user", "group",
