@@ -1,6 +1,6 @@
 """Offline simulation: drive the engine on virtual time as fast as possible, write results.
 
-Output files (docs/simulate.md): jobs.swf (one line per kept job, queue order), jobs.csv
+Output files (docs/results.md): jobs.swf (one line per kept job, queue order), jobs.csv
 (every result column), summary.json (metrics, run description, engine counters).
 """
 

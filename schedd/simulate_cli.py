@@ -52,8 +52,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                      help="check every engine invariant after every instant (slow)")
     sim.add_argument("--general-engine", action="store_true",
                      help="run an EASY run on a node pool that uses no other mechanism "
-                     "through the general engine too, not its fast path (same results, "
-                     "about twice as slow; docs/simulate.md)")
+                     "through the general engine too, not its fast path (same files, 3-4x "
+                     "slower; docs/engine.md)")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
     shown = sim.add_mutually_exclusive_group()
     shown.add_argument("--verbose", action="store_true",
