@@ -76,6 +76,9 @@ def plain_workloads(draw) -> tuple[list[dict], int]:
     n = draw(st.integers(0, 60), label="jobs")
     ids = draw(st.lists(st.integers(1, 10**6), min_size=n, max_size=n, unique=True))
     t = draw(st.sampled_from([0.0, 0.5, 1e6]), label="t0")
+    # Without setup times the fast path tries only the arrivals at an instant with no
+    # end since a pass that left the head waiting: both kinds of trace are drawn.
+    setups = [-1.0, 0.0, 0.0, 5.0, 0.3] if draw(st.booleans(), label="setup") else [0.0]
     rows = []
     for job_id in ids:
         t += draw(st.sampled_from([0.0, 0.0, 0.25, 1.0, 30.0, 200.0, 900.0, 3600.0]))
@@ -88,7 +91,7 @@ def plain_workloads(draw) -> tuple[list[dict], int]:
                "user": draw(st.integers(-1, 3)), "queue": draw(st.integers(-1, 2)),
                "job_class": draw(st.sampled_from("BBBROM")),
                "checkpointable": draw(st.sampled_from([-1, 0, 1])),
-               "setup": draw(st.sampled_from([-1.0, 0.0, 0.0, 5.0, 0.3]))}
+               "setup": draw(st.sampled_from(setups))}
         if row["job_class"] == "M":
             row["min_nodes"] = draw(st.integers(1, nodes))
         rows.append(row)
@@ -134,6 +137,51 @@ def test_a_job_ending_at_its_start_instant_is_handled_in_a_second_round() -> Non
     assert_same_run(fast, general)
     assert fast.engine.stats["passes"] == 3
     assert fast.results["first_start"].tolist() == [1e17, 1e17]
+
+
+def test_an_arrival_after_a_backfilled_job_with_setup_sees_the_shadow_that_setup_moved(
+        ) -> None:
+    """4 nodes. Job 1 (2 nodes) runs 0-100. At t=1 the head, job 2, needs all 4: its shadow
+    time is 100 (job 1's end), no extra nodes. Job 3 (1 node, walltime 99, setup 5) ends
+    by the shadow as EASY reckons it (1 + 99 = 100) and is backfilled; the engine predicts
+    its end with the setup, at 105. At t=2 job 4 (1 node, walltime 100) arrives and
+    nothing has ended: the pass computes the shadow again from the predicted ends, now
+    105, so job 4 (2 + 100 = 102) is backfilled. Under the shadow the pass at t=1 left
+    (100) it would not be: trying only the arrivals is exact without setup times alone."""
+    rows = [{"job_id": 1, "submit": 0.0, "runtime": 100.0, "req_procs": 2, "req_time": 100.0},
+            {"job_id": 2, "submit": 1.0, "runtime": 10.0, "req_procs": 4, "req_time": 100.0},
+            {"job_id": 3, "submit": 1.0, "runtime": 99.0, "req_procs": 1, "req_time": 99.0,
+             "setup": 5.0},
+            {"job_id": 4, "submit": 2.0, "runtime": 100.0, "req_procs": 1, "req_time": 100.0}]
+    trace = trace_of(rows, 4)
+    fast, general = run(trace, "easy", False), run(trace, "easy", True)
+    assert_same_run(fast, general)
+    by_id = dict(zip(fast.results["id"].tolist(), fast.results["first_start"].tolist(),
+                     strict=True))
+    backfilled = dict(zip(fast.results["id"].tolist(), fast.results["backfilled"].tolist(),
+                          strict=True))
+    assert (by_id[3], backfilled[3]) == (1.0, 1)
+    assert (by_id[4], backfilled[4]) == (2.0, 1)
+
+
+def test_arrivals_alone_are_tried_under_the_shadow_and_extra_the_last_pass_left() -> None:
+    """Without setup times. 4 nodes; job 1 (2 nodes) runs 0-100; the head, job 2 (3
+    nodes, walltime 10), waits for it from t=0.5: shadow 100, extra 4 - 3 = 1 node.
+    Nothing ends before t=93, so each arrival is tried alone: job 3 (1 node, walltime
+    500) at t=1 takes the extra node; job 4 (1 node, walltime 500) at t=2 finds none
+    left and waits; job 5 (1 node, walltime 90) at t=3 ends by the shadow and starts.
+    Job 2 starts at 100 when job 1 ends, and job 4 at 110 when job 2 ends."""
+    rows = [{"job_id": 1, "submit": 0.0, "runtime": 100.0, "req_procs": 2, "req_time": 100.0},
+            {"job_id": 2, "submit": 0.5, "runtime": 10.0, "req_procs": 3, "req_time": 10.0},
+            {"job_id": 3, "submit": 1.0, "runtime": 500.0, "req_procs": 1, "req_time": 500.0},
+            {"job_id": 4, "submit": 2.0, "runtime": 500.0, "req_procs": 1, "req_time": 500.0},
+            {"job_id": 5, "submit": 3.0, "runtime": 90.0, "req_procs": 1, "req_time": 90.0}]
+    trace = trace_of(rows, 4)
+    fast, general = run(trace, "easy", False), run(trace, "easy", True)
+    assert_same_run(fast, general)
+    first_start = dict(zip(fast.results["id"].tolist(), fast.results["first_start"].tolist(),
+                           strict=True))
+    assert [first_start[i] for i in (1, 2, 3, 4, 5)] == [0.0, 100.0, 1.0, 110.0, 3.0]
 
 
 def _real(shared_traces: Path, name: str) -> NormalizedTrace:

@@ -131,6 +131,14 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
     ends: list[tuple[float, int, int]] = []  # heap of (end, start order, row)
     passes = steps = 0
     busy = 0.0
+    # Passes at an instant with arrivals only, after a pass that left the head waiting,
+    # need to try the arrivals alone, under the shadow time and extra nodes that pass
+    # left (`_backfill`'s docstring says why). Exact when a started job's predicted end is
+    # start + walltime, as the pass reckoned it: without setup times.
+    incremental = not bool((job["setup"] > 0.0).any())
+    waiting = False  # the last pass left the head waiting, and no job ended since
+    shadow, extra = INF, 0  # that pass's shadow time, and its extra nodes left unused
+    tried = 0  # rows below this had arrived by that pass
     now = last_t = engine.now
     nxt = 0  # the next row to arrive
     while ends or nxt < n:
@@ -146,12 +154,21 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
                 del by_end[bisect.bisect_left(by_end, (predicted[row], row))]
                 end[row] = t
                 ended.append(row)
+                waiting = False
             while nxt < n and submit[nxt] == t:
                 queue.append(nxt)
                 nxt += 1
             passes += 1
             if free > 0 and queue:
-                heads, later = _easy_starts(queue, free, t, order, by_end, nodes, walltime)
+                if waiting:
+                    heads = 0
+                    later, extra = _backfill(queue[bisect.bisect_left(queue, tried):], 0,
+                                             free, t, order, shadow, extra, nodes, walltime)
+                else:
+                    heads, later, shadow, extra = _easy_starts(queue, free, t, order, by_end,
+                                                               nodes, walltime)
+                    waiting = incremental and heads < len(queue)
+                tried = nxt
                 # Decisions apply in order: the heads, then the backfilled jobs; the start
                 # order breaks ties of equal ends as the event queue's sequence does.
                 for row in queue[:heads] + later:
@@ -195,9 +212,10 @@ def _job_columns(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def _easy_starts(queue: list[int], free: int, now: float, order: str,
                  by_end: list[tuple[float, int]], nodes: list[int], walltime: list[float]
-                 ) -> tuple[int, list[int]]:
+                 ) -> tuple[int, list[int], float, int]:
     """What one `easy_pass(order)` starts: how many jobs from the head while they fit,
-    then the backfilled rows in the order it tries them (`_easy_counts`'s arithmetic)."""
+    then the backfilled rows in the order it tries them (`_easy_counts`'s arithmetic);
+    and, when the head waits, its shadow time and the extra nodes the backfill left."""
     k = 0
     for row in queue:
         if nodes[row] > free:
@@ -205,7 +223,7 @@ def _easy_starts(queue: list[int], free: int, now: float, order: str,
         free -= nodes[row]
         k += 1
     if k == len(queue):
-        return k, []
+        return k, [], INF, 0
     # Shadow time and extra nodes of the blocked head: releases in ascending end order,
     # the jobs started in this pass holding their nodes until now + walltime. Every
     # release at or before the shadow time counts (`shadow_and_extra`), so how equal ends
@@ -236,15 +254,33 @@ def _easy_starts(queue: list[int], free: int, now: float, order: str,
                 shadow = more[i][0]
             i += 1
     extra = spare - need if shadow < INF else 0
-    # The candidates after the head, in the order the policy tries them (queue order
-    # itself for "first": read in place, not copied, since a pass ends at free == 0).
-    candidates = queue
+    later, extra = _backfill(queue, k + 1, free, now, order, shadow, extra, nodes, walltime)
+    return k, later, shadow, extra
+
+
+def _backfill(waiting: list[int], first: int, free: int, now: float, order: str,
+              shadow: float, extra: int, nodes: list[int], walltime: list[float]
+              ) -> tuple[list[int], int]:
+    """The rows of `waiting[first:]` that backfill starts, in the order it tries them,
+    and the extra nodes left.
+
+    Called again at a later instant with only the rows that arrived since, when no job
+    ended in between and the started jobs' predicted ends are start + walltime: the
+    shadow time is then the same (the jobs backfilled by it release their nodes by it;
+    the others ran in extra nodes, which the returned `extra` no longer holds), free and
+    extra nodes can only have fallen, and the time only risen, so every row tried before
+    would be refused again, and refusing one changes nothing for the rows after it."""
+    # The candidates in the order the policy tries them (queue order itself for "first":
+    # read in place, not copied, since a pass ends at free == 0).
+    candidates = waiting
     if order == "best":
-        candidates = sorted(queue[k + 1:], key=lambda r: -nodes[r])
+        candidates = sorted(waiting[first:], key=lambda r: -nodes[r])
+        first = 0
     elif order == "sjf":
-        candidates = sorted(queue[k + 1:], key=lambda r: walltime[r])
+        candidates = sorted(waiting[first:], key=lambda r: walltime[r])
+        first = 0
     later: list[int] = []
-    for c in range(k + 1 if order == "first" else 0, len(candidates)):
+    for c in range(first, len(candidates)):
         if free == 0:
             break
         row = candidates[c]
@@ -256,7 +292,7 @@ def _easy_starts(queue: list[int], free: int, now: float, order: str,
         if way == IN_EXTRA:
             extra -= n
         later.append(row)
-    return k, later
+    return later, extra
 
 
 def _record(engine: Engine, cols: dict[str, np.ndarray], job: dict[str, np.ndarray],
