@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     engine_options = engine_options_from(args, policy)
     out = _writable_dir(args.out)
     progress, close = _progress_bar(len(trace), args.no_progress)
-    heap.settle(thresholds)  # what is loaded so far is never scanned again
+    heap.settle(thresholds, collect=False)  # what is loaded is never scanned again
     try:
         run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
                        check_invariants=args.validate, progress=progress,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import urllib.request
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,6 +52,28 @@ def test_settle_freezes_what_is_held_and_sets_the_thresholds(collector_restored:
     assert frozen >= len(held) and 0 < gc.get_freeze_count() <= frozen
     assert gc.get_threshold() == (12_345, 7, 3)
     assert not any(item is held for item in gc.get_objects())  # frozen ones are not listed
+
+
+def test_settle_without_collecting_freezes_a_dead_cycle_instead_of_freeing_it(
+        collector_restored: None) -> None:
+    """The daemon collects before it freezes; `schedd simulate`, whose process ends with
+    its run, skips that collection: garbage cycles left then are kept, not freed."""
+    class Node:
+        pass
+
+    def dead_cycle() -> weakref.ref:
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        return weakref.ref(a)
+
+    kept = dead_cycle()
+    heap.settle((50_000, 20, 10), collect=False)
+    gc.collect()
+    assert kept() is not None  # frozen: the collector no longer looks at it
+    gc.unfreeze()
+    freed = dead_cycle()
+    heap.settle((50_000, 20, 10))
+    assert freed() is None
 
 
 def test_python_keeps_cpythons_settings(collector_restored: None) -> None:
