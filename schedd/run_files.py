@@ -22,7 +22,7 @@ import numpy as np
 
 from .core.bgq import BlockCluster, iter_bits
 from .core.cluster import Cluster
-from .core.node_numbers import LowestFirst, lowest_first
+from .core.node_numbers import LowestFirst
 from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunRecorder
 from .core.results import CLASS_CODES
 from .text_columns import (
@@ -69,9 +69,20 @@ def pool_placement(start: np.ndarray, end: np.ndarray, nodes: np.ndarray,
     """Node interval sets for pool segments: lowest-first fit in time order
     (schedd.core.node_numbers)."""
     order = np.lexsort((np.arange(len(start)), start))
-    return lowest_first(order.tolist(), np.asarray(start, dtype=np.float64).tolist(),
-                        np.asarray(end, dtype=np.float64).tolist(),
-                        np.asarray(nodes, dtype=np.int64).tolist(), total)
+    start, end = (np.asarray(a, dtype=np.float64)[order] for a in (start, end))
+    placed = placer_for(total, start, end).place(
+        start.tolist(), np.asarray(nodes, dtype=np.int64)[order].tolist())
+    text = [""] * len(placed)
+    for j, i in enumerate(order.tolist()):
+        text[i] = placed[j]
+    return text
+
+
+def placer_for(total: int, start: np.ndarray, end: np.ndarray) -> LowestFirst:
+    """The fit for segments that will be placed in this (start) order."""
+    if bool((end < start).any()):
+        raise ValueError("a segment ends before it starts")
+    return LowestFirst(total, end.tolist(), np.argsort(end, kind="stable").tolist())
 
 
 def segment_table(rec: RunRecorder, cluster: Cluster,
@@ -150,7 +161,7 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
     else:
         # The table is in start order, the order the fit numbers in: each block is
         # numbered as it is written, so a million segments' node lists are never all held.
-        placer = LowestFirst(cluster.total_nodes)
+        placer = placer_for(cluster.total_nodes, t["start"], t["end"])
     wait = t["start"] - t["submit"]
     turnaround = t["end"] - t["submit"]
     run = t["end"] - t["start"]
@@ -174,8 +185,7 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
                 resources = word_cells(block_code[lo:hi], block_resources)
                 partitions = word_cells(block_code[lo:hi], block_names)
             else:
-                placed = placer.place(t["start"][lo:hi].tolist(), t["end"][lo:hi].tolist(),
-                                      t["nodes"][lo:hi].tolist())
+                placed = placer.place(t["start"][lo:hi].tolist(), t["nodes"][lo:hi].tolist())
                 resources, partitions = text_cells(placed), constant_cells("", rows)
             columns = [
                 number_cells(t["job"][lo:hi]), constant_cells(workload, rows),

@@ -6,15 +6,19 @@ segments in time order (segments that end at an instant free their nodes before 
 start at it take any). Plain Python lists in and out: mypyc compiles this module (the
 per-segment loop was half of writing segments.csv in pure Python; docs/benchmarks.md).
 
-Node ranges are flat lists of ints, [lo0, hi0, lo1, hi1, ...] with each range [lo, hi),
-and the pending ends are a heap of plain floats: a tuple per range or per heap entry, and
-the tuple comparisons they bring, were most of the loop's cost.
+Node ranges are flat lists of ints, [lo0, hi0, lo1, hi1, ...] with each range [lo, hi):
+a tuple per range, and the tuple comparisons it brought, were most of the loop's cost.
+Segments end in an order known before any is placed, so the caller sorts the ends once
+(NumPy) and the fit walks that order with a pointer: a heap of pending ends and a dict of
+their ranges by end time cost a third more (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import heapq
 from bisect import bisect_left
+from typing import Final
+
+_GIVEN_BACK: Final[list[int]] = []  # the ranges of a segment whose nodes are free again
 
 
 class FreeNodes:
@@ -79,43 +83,46 @@ def ranges_text(ranges: list[int]) -> str:
 
 class LowestFirst:
     """The lowest-first fit, fed a block of segments at a time in start order (a
-    million-segment file is numbered and written block by block, never all held)."""
+    million-segment file is numbered and written block by block, never all held).
 
-    def __init__(self, total: int) -> None:
+    `ends` holds every segment's end and `by_end` their numbers (0, 1, ... in the order
+    they are placed) sorted by end, ties in that order (a stable sort). Every segment
+    ends no earlier than it starts."""
+
+    def __init__(self, total: int, ends: list[float], by_end: list[int]) -> None:
+        if len(by_end) != len(ends):
+            raise ValueError("by_end must number every segment of ends once")
         self.free = FreeNodes(total)
-        self.ending: list[float] = []  # distinct end times of held segments, a heap
-        # End time -> the flat ranges of every held segment ending then (the order nodes
-        # are given back in does not change the free set).
-        self.held: dict[float, list[int]] = {}
+        self.ends = ends
+        self.by_end = by_end
+        self.next_end = 0  # where in by_end the segments still holding nodes begin
+        self.held: list[list[int]] = []  # each placed segment's ranges, until it ends
         self.placed = 0  # segments numbered so far
 
-    def place(self, starts: list[float], ends: list[float], sizes: list[int]) -> list[str]:
+    def place(self, starts: list[float], sizes: list[int]) -> list[str]:
         """The interval sets of the next segments; each starts no earlier than the last."""
-        free, ending, held = self.free, self.ending, self.held
+        free, held, ends, by_end = self.free, self.held, self.ends, self.by_end
+        p, last = self.next_end, len(by_end)
+        placed = self.placed
+        if placed + len(starts) > len(ends):
+            raise ValueError("more segments placed than ends were given")
         text = [""] * len(starts)
         for i in range(len(starts)):
             t = starts[i]
-            while ending and ending[0] <= t:
-                free.give(held.pop(heapq.heappop(ending)))
+            # Segments ending by t give their nodes back first. One not placed yet that
+            # ends by t starts at t (it ends no earlier than it starts), and so do all
+            # after it in by_end that end by t: the walk stops there and goes on later.
+            while p < last:
+                k = by_end[p]
+                if k >= placed or ends[k] > t:
+                    break
+                free.give(held[k])
+                held[k] = _GIVEN_BACK
+                p += 1
             ranges = free.take(sizes[i])
             text[i] = ranges_text(ranges)
-            end = ends[i]
-            also = held.get(end)
-            if also is None:
-                held[end] = ranges
-                heapq.heappush(ending, end)
-            else:
-                also.extend(ranges)
-        self.placed += len(starts)
+            held.append(ranges)
+            placed += 1
+        self.next_end = p
+        self.placed = placed
         return text
-
-
-def lowest_first(order: list[int], starts: list[float], ends: list[float],
-                 sizes: list[int], total: int) -> list[str]:
-    """The interval set of every segment; `order` lists the segments by start time."""
-    placed = LowestFirst(total).place([starts[i] for i in order], [ends[i] for i in order],
-                                      [sizes[i] for i in order])
-    text = [""] * len(starts)
-    for j, i in enumerate(order):
-        text[i] = placed[j]
-    return text
