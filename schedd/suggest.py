@@ -6,7 +6,6 @@ every command (`schedd`, `schedctl`, `schedd-replay`) builds its parser from it.
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sys
 from collections.abc import Iterable
@@ -17,6 +16,8 @@ _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.*)")
 
 
 def closest(word: str, choices: Iterable[str]) -> str | None:
+    import difflib  # here: only a mistake needs it, and every command imports this module
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
     return close[0] if close else None
 

@@ -9,7 +9,6 @@ line parser accepts and yields the same values, so it only ever changes the spee
 
 from __future__ import annotations
 
-import gzip
 import io
 import math
 import os
@@ -164,6 +163,8 @@ def _read_bytes(name: str) -> bytes:
         raise TraceError.at(name, None, f"cannot be read ({e.strerror})") from None
     if not name.endswith(".gz"):
         return raw
+    import gzip  # here: most traces are not compressed (gzip costs 2 ms to import)
+
     try:
         return gzip.decompress(raw)
     except (OSError, EOFError, zlib.error):
@@ -665,6 +666,8 @@ def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
     lines.extend(_ecc_line(e) + "\n" for e in trace.eccs)
     data = "".join(lines).encode("utf-8", "surrogateescape")
     if name.endswith(".gz"):
+        import gzip
+
         data = gzip.compress(data, compresslevel=6, mtime=0)  # 9 is much slower, ~same size
     with open(name, "wb") as f:
         f.write(data)
