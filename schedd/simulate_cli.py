@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         thresholds = heap.thresholds_from(os.environ.get(heap.ENV, ""))
     except ValueError as err:
         raise UsageError(str(err)) from None
+    heap.keep_freed_memory()  # a batch run: reuse freed memory, no page faults for it
     path = args.trace or sample_path()
     raw = read_trace(path, lenient=args.lenient)
     cluster = parse_cluster(args.cluster) if args.cluster else None
