@@ -67,21 +67,22 @@ def thresholds_from(text: str) -> tuple[int, int, int] | None:
     return young, middle, old
 
 
-def settle(thresholds: tuple[int, int, int] | None, collect: bool = True) -> int:
+def settle(thresholds: tuple[int, int, int] | None, collect: bool = True) -> bool:
     """Before the long part of a run (the daemon: after recovery, before serving): a full
-    collection, then freeze what survives and set the thresholds. Returns the number of
-    objects frozen (0 when `thresholds` is None: CPython's settings are left alone).
+    collection, then freeze what survives and set the thresholds. False when `thresholds`
+    is None: CPython's settings are left alone. (`gc.get_freeze_count()` says how many
+    objects are frozen; it walks them all, 1.6 ms for a simulation's 23,000.)
 
     `collect=False` freezes without the collection: for a process that ends with its run
     (`schedd simulate`), where the few cycles the imports leave (15 objects after a KTH
     trace is read) would cost less held than the 5 ms a full collection takes."""
     if thresholds is None:
-        return 0
+        return False
     if collect:
         gc.collect()
     gc.freeze()
     gc.set_threshold(*thresholds)
-    return gc.get_freeze_count()
+    return True
 
 
 # glibc's mallopt parameters (malloc.h).

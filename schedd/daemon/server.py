@@ -229,8 +229,8 @@ class Daemon:
 
     async def start(self) -> None:
         self._recover()
-        frozen = heap.settle(self.gc_thresholds)
-        log.info("garbage collector set", frozen_objects=frozen,
+        heap.settle(self.gc_thresholds)
+        log.info("garbage collector set", frozen_objects=gc.get_freeze_count(),
                  thresholds=list(self.gc_thresholds or gc.get_threshold()))
         server = grpc.aio.server(
             interceptors=[SchedulerInterceptor(self.tokens, self.metrics)],
