@@ -193,8 +193,11 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
     engine.adopt_clock(now, busy)
     engine.stats["passes"] += passes
     engine.stats["decisions"] += len(started)
-    _record(engine, trace.columns, job, np.array(start), np.array(end), np.array(backfilled),
-            np.array(started, dtype=np.int64), np.array(ended, dtype=np.int64))
+    # fromiter with the type and count: np.array would find both out item by item first.
+    _record(engine, trace.columns, job, np.fromiter(start, np.float64, n),
+            np.fromiter(end, np.float64, n), np.fromiter(backfilled, np.bool_, n),
+            np.fromiter(started, np.int64, len(started)),
+            np.fromiter(ended, np.int64, len(ended)))
 
 
 def _job_columns(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
