@@ -34,6 +34,9 @@ from ..traces import NormalizedTrace
 from .backfill import IN_EXTRA, NOT_NOW, Easy, backfill_way
 
 INF: Final = float("inf")
+# Shared empty lists, never changed: what a pass returns when it starts nothing.
+_NO_ROWS: Final[list[int]] = []
+_NO_RELEASES: Final[list[tuple[float, int]]] = []
 _KILLED_CODE = STATE_CODES.index("killed")
 _ORDERS = ("first", "best", "sjf")
 
@@ -162,16 +165,18 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
             if free > 0 and queue:
                 if waiting:
                     heads = 0
-                    later, extra = _backfill(queue[bisect.bisect_left(queue, tried):], 0,
-                                             free, t, order, shadow, extra, nodes, walltime)
+                    later, extra = _backfill(queue, bisect.bisect_left(queue, tried), free, t,
+                                             order, shadow, extra, nodes, walltime)
                 else:
                     heads, later, shadow, extra = _easy_starts(queue, free, t, order, by_end,
                                                                nodes, walltime)
                     waiting = incremental and heads < len(queue)
                 tried = nxt
                 # Decisions apply in order: the heads, then the backfilled jobs; the start
-                # order breaks ties of equal ends as the event queue's sequence does.
-                for row in queue[:heads] + later:
+                # order breaks ties of equal ends as the event queue's sequence does. (By
+                # index: most passes start nothing, and a list per pass costs.)
+                for j in range(heads + len(later)):
+                    row = queue[j] if j < heads else later[j - heads]
                     free -= nodes[row]
                     start[row] = t
                     c0 = t + setup[row] + 0.0
@@ -226,14 +231,14 @@ def _easy_starts(queue: list[int], free: int, now: float, order: str,
         free -= nodes[row]
         k += 1
     if k == len(queue):
-        return k, [], INF, 0
+        return k, _NO_ROWS, INF, 0
     # Shadow time and extra nodes of the blocked head: releases in ascending end order,
     # the jobs started in this pass holding their nodes until now + walltime. Every
     # release at or before the shadow time counts (`shadow_and_extra`), so how equal ends
     # are ordered among themselves does not matter.
     # `shadow_and_extra` over a generator of the merged releases gives the same, but
     # costs this loop 15% (lublin_256 and KTH, measured): the merge is written out here.
-    more = sorted([(now + walltime[row], row) for row in queue[:k]])
+    more = sorted([(now + walltime[row], row) for row in queue[:k]]) if k else _NO_RELEASES
     need = nodes[queue[k]]
     spare, shadow = free, INF
     m, i = len(more), 0
@@ -282,7 +287,7 @@ def _backfill(waiting: list[int], first: int, free: int, now: float, order: str,
     elif order == "sjf":
         candidates = sorted(waiting[first:], key=lambda r: walltime[r])
         first = 0
-    later: list[int] = []
+    later = _NO_ROWS  # a list of its own once a row starts: most passes start none
     for c in range(first, len(candidates)):
         if free == 0:
             break
@@ -294,6 +299,8 @@ def _backfill(waiting: list[int], first: int, free: int, now: float, order: str,
         free -= n
         if way == IN_EXTRA:
             extra -= n
+        if not later:
+            later = []
         later.append(row)
     return later, extra
 
