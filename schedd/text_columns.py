@@ -5,8 +5,8 @@ words. Formatting them cell by cell in Python cost over a quarter of a `schedd s
 run; here every column becomes a matrix of cells (one row per table row, uint8, NUL bytes
 where a cell is shorter than the widest), the columns and separators are laid side by side
 in one matrix, and the rows' text is that matrix with the NULs dropped (no cell holds one).
-`join_rows` gives the bytes of a block of rows (UTF-8, a newline ending each), which the
-writers write to files opened in binary mode.
+`join_rows` gives the bytes of a block of rows (a bytearray; UTF-8, a newline ending each),
+which the writers write to files opened in binary mode.
 
 Numbers are formatted as `column_text` formats them, byte for byte: integers as `str(int)`,
 whole floats as integers, other floats with `f"{v:.3f}"`, a constant column from its first
@@ -183,23 +183,24 @@ def text_cells(texts: Sequence[str]) -> Text:
     return Text(np.frombuffer(data, np.uint8), lengths)
 
 
-def join_rows(columns: Sequence[Cells | Text], sep: bytes) -> bytes:
+def join_rows(columns: Sequence[Cells | Text], sep: bytes) -> bytearray:
     """The rows' text: cells separated by `sep` (one byte), each row ended by a newline."""
     if len(sep) != 1 or sep in (b"\0", b"\n"):
         raise ValueError(f"separator must be one byte other than NUL and newline: {sep!r}")
     if not columns:
-        return b""
+        return bytearray()
     n = len(columns[0].lengths) if isinstance(columns[0], Text) else len(columns[0])
     if not n:
-        return b""
+        return bytearray()
     rows = np.arange(n)
     long = _long_rows(columns, rows)
     if long is None:
-        # bytes.translate drops the NULs in a third less time than a boolean index
-        # (jobs.csv of KTH: 3.0 against 4.7 ms).
-        return _side_by_side(columns, sep[0], rows).tobytes().translate(None, b"\0")
-    return _merge(long, _join(columns, sep[0], rows[~long]),
-                  _join(columns, sep[0], rows[long]))[0].tobytes()
+        # translate drops the NULs in a third less time than a boolean index (jobs.csv
+        # of KTH: 3.0 against 4.7 ms), and the rows are laid out in a bytearray's own
+        # memory, so no copy is made for it.
+        return _side_by_side(columns, sep[0], rows)[0].translate(None, b"\0")
+    return bytearray(_merge(long, _join(columns, sep[0], rows[~long]),
+                            _join(columns, sep[0], rows[long]))[0])
 
 
 def _long_rows(columns: Sequence[Cells | Text], rows: np.ndarray) -> np.ndarray | None:
@@ -225,20 +226,25 @@ def _join(columns: Sequence[Cells | Text], sep: int, rows: np.ndarray
     long = _long_rows(columns, rows)
     if long is not None:
         return _merge(long, _join(columns, sep, rows[~long]), _join(columns, sep, rows[long]))
-    full = _side_by_side(columns, sep, rows)
+    full = _side_by_side(columns, sep, rows)[1]
     keep = full != 0
     # A boolean index, not np.compress: as fast here, without compress's int64 index of
     # every byte kept (8 times the text).
     return full[keep], np.cumsum(keep.sum(axis=1))
 
 
-def _side_by_side(columns: Sequence[Cells | Text], sep: int, rows: np.ndarray) -> Cells:
-    """The rows' cells and separators side by side, NUL-padded, a newline ending each."""
+def _side_by_side(columns: Sequence[Cells | Text], sep: int, rows: np.ndarray
+                  ) -> tuple[bytearray, Cells]:
+    """The rows' cells and separators side by side, NUL-padded, a newline ending each:
+    a bytearray, and the matrix its memory holds."""
     n = len(rows)
     between, end = (np.broadcast_to(np.uint8(b), (n, 1)) for b in (sep, _NEWLINE))
     parts = [between] * (2 * len(columns) - 1) + [end]
     parts[::2] = [_rows_of(c, rows) for c in columns]
-    return np.concatenate(parts, axis=1)
+    text = bytearray(n * sum(part.shape[1] for part in parts))
+    full = np.frombuffer(text, np.uint8).reshape(n, -1)
+    np.concatenate(parts, axis=1, out=full)
+    return text, full
 
 
 def _rows_of(column: Cells | Text, rows: np.ndarray) -> Cells:
