@@ -153,15 +153,8 @@ def test_an_arrival_after_a_backfilled_job_with_setup_sees_the_shadow_that_setup
             {"job_id": 3, "submit": 1.0, "runtime": 99.0, "req_procs": 1, "req_time": 99.0,
              "setup": 5.0},
             {"job_id": 4, "submit": 2.0, "runtime": 100.0, "req_procs": 1, "req_time": 100.0}]
-    trace = trace_of(rows, 4)
-    fast, general = run(trace, "easy", False), run(trace, "easy", True)
-    assert_same_run(fast, general)
-    by_id = dict(zip(fast.results["id"].tolist(), fast.results["first_start"].tolist(),
-                     strict=True))
-    backfilled = dict(zip(fast.results["id"].tolist(), fast.results["backfilled"].tolist(),
-                          strict=True))
-    assert (by_id[3], backfilled[3]) == (1.0, 1)
-    assert (by_id[4], backfilled[4]) == (2.0, 1)
+    starts = _starts_both_ways(rows, 4)
+    assert (starts[3], starts[4]) == ((1.0, 1), (2.0, 1))
 
 
 def test_arrivals_alone_are_tried_under_the_shadow_and_extra_the_last_pass_left() -> None:
@@ -176,12 +169,19 @@ def test_arrivals_alone_are_tried_under_the_shadow_and_extra_the_last_pass_left(
             {"job_id": 3, "submit": 1.0, "runtime": 500.0, "req_procs": 1, "req_time": 500.0},
             {"job_id": 4, "submit": 2.0, "runtime": 500.0, "req_procs": 1, "req_time": 500.0},
             {"job_id": 5, "submit": 3.0, "runtime": 90.0, "req_procs": 1, "req_time": 90.0}]
-    trace = trace_of(rows, 4)
-    fast, general = run(trace, "easy", False), run(trace, "easy", True)
-    assert_same_run(fast, general)
-    first_start = dict(zip(fast.results["id"].tolist(), fast.results["first_start"].tolist(),
-                           strict=True))
-    assert [first_start[i] for i in (1, 2, 3, 4, 5)] == [0.0, 100.0, 1.0, 110.0, 3.0]
+    starts = _starts_both_ways(rows, 4)
+    assert [starts[i][0] for i in (1, 2, 3, 4, 5)] == [0.0, 100.0, 1.0, 110.0, 3.0]
+
+
+def _starts_both_ways(rows: list[dict], total: int) -> dict[int, tuple[float, int]]:
+    """Job id -> (first start, backfilled) under `easy`, once the fast path and the
+    general engine are checked to give the same run."""
+    trace = trace_of(rows, total)
+    fast = run(trace, "easy", False)
+    assert_same_run(fast, run(trace, "easy", True))
+    res = fast.results
+    return {i: (s, b) for i, s, b in zip(res["id"].tolist(), res["first_start"].tolist(),
+                                         res["backfilled"].tolist(), strict=True)}
 
 
 def _real(shared_traces: Path, name: str) -> NormalizedTrace:
