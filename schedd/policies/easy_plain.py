@@ -130,7 +130,10 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
     total = engine.cluster.total_nodes
     free = engine.state.free_nodes
     queue: list[int] = []  # waiting rows, ascending: queue order
-    by_end: list[tuple[float, int]] = []  # (predicted end, row) of running jobs
+    # Running jobs by predicted end: the ends, ascending, and their rows beside them (in
+    # any order among equal ends, which the shadow does not depend on).
+    by_end: list[float] = []
+    by_end_row: list[int] = []
     ends: list[tuple[float, int, int]] = []  # heap of (end, start order, row)
     passes = steps = 0
     busy = 0.0
@@ -154,7 +157,11 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
             while ends and ends[0][0] == t:
                 row = heapq.heappop(ends)[2]
                 free += nodes[row]
-                del by_end[bisect.bisect_left(by_end, (predicted[row], row))]
+                i = bisect.bisect_left(by_end, predicted[row])
+                while by_end_row[i] != row:
+                    i += 1
+                del by_end[i]
+                del by_end_row[i]
                 end[row] = t
                 ended.append(row)
                 waiting = False
@@ -169,7 +176,7 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
                                              order, shadow, extra, nodes, walltime)
                 else:
                     heads, later, shadow, extra = _easy_starts(queue, free, t, order, by_end,
-                                                               nodes, walltime)
+                                                               by_end_row, nodes, walltime)
                     waiting = incremental and heads < len(queue)
                 tried = nxt
                 # Decisions apply in order: the heads, then the backfilled jobs; the start
@@ -182,7 +189,9 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
                     c0 = t + setup[row] + 0.0
                     heapq.heappush(ends, (max(c0 + target[row], t), len(started), row))
                     predicted[row] = max(c0 + walltime[row], t)
-                    bisect.insort(by_end, (predicted[row], row))
+                    i = bisect.bisect_right(by_end, predicted[row])
+                    by_end.insert(i, predicted[row])
+                    by_end_row.insert(i, row)
                     started.append(row)
                 del queue[:heads]
                 for row in later:
@@ -219,7 +228,8 @@ def _job_columns(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _easy_starts(queue: list[int], free: int, now: float, order: str,
-                 by_end: list[tuple[float, int]], nodes: list[int], walltime: list[float]
+                 by_end: list[float], by_end_row: list[int], nodes: list[int],
+                 walltime: list[float]
                  ) -> tuple[int, list[int], float, int]:
     """What one `easy_pass(order)` starts: how many jobs from the head while they fit,
     then the backfilled rows in the order it tries them (`_easy_counts`'s arithmetic);
@@ -242,7 +252,8 @@ def _easy_starts(queue: list[int], free: int, now: float, order: str,
     need = nodes[queue[k]]
     spare, shadow = free, INF
     m, i = len(more), 0
-    for end, row in by_end:
+    for j in range(len(by_end)):
+        end = by_end[j]
         while i < m and more[i][0] <= end:
             if more[i][0] > shadow:
                 break
@@ -252,7 +263,7 @@ def _easy_starts(queue: list[int], free: int, now: float, order: str,
             i += 1
         if end > shadow:
             break
-        spare += nodes[row]
+        spare += nodes[by_end_row[j]]
         if shadow == INF and spare >= need:
             shadow = end
     else:
