@@ -10,7 +10,7 @@ Node ranges are flat lists of ints, [lo0, hi0, lo1, hi1, ...] with each range [l
 a tuple per range, and the tuple comparisons it brought, were most of the loop's cost.
 Segments end in an order known before any is placed, so the caller sorts the ends once
 (NumPy) and the fit walks that order with a pointer: a heap of pending ends and a dict of
-their ranges by end time cost a third more (docs/benchmarks.md).
+their ranges by end time took half as long again (KTH: 23 against 15.5 ms).
 """
 
 from __future__ import annotations
