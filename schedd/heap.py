@@ -24,7 +24,8 @@ A simulation allocates a few tracked objects per job and per event and frees mos
 soon. With CPython's thresholds a KTH run (28,481 jobs) made 114 collections, one of them
 full (every object the imports left, NumPy's and schedd's modules), 24 ms in all, 3% of
 the run; with these settings, applied once the trace is read, none but settle's own
-(docs/benchmarks.md).
+(docs/benchmarks.md). The imports themselves still made about 45 young collections, so
+`schedd` sets the thresholds when a command starts (`raise_thresholds`), before them.
 
 `SCHEDD_GC_THRESHOLDS="A,B,C"` sets other thresholds (`gc.set_threshold`);
 `SCHEDD_GC_THRESHOLDS=python` keeps CPython's defaults and freezes nothing.
@@ -65,6 +66,21 @@ def thresholds_from(text: str) -> tuple[int, int, int] | None:
         raise ValueError(f"{ENV} {text!r} is out of range: the first number must be "
                          "1..10^7, the others 1..10^4")
     return young, middle, old
+
+
+def raise_thresholds(text: str) -> bool:
+    """At a command's start: the thresholds SCHEDD_GC_THRESHOLDS asks for (`text`), before
+    the imports, which otherwise run about 45 young collections for `schedd simulate`
+    (docs/engine.md). False, nothing changed, for "python" or a setting that is not
+    valid (the command that reads the setting reports that)."""
+    try:
+        thresholds = thresholds_from(text)
+    except ValueError:
+        return False
+    if thresholds is None:
+        return False
+    gc.set_threshold(*thresholds)
+    return True
 
 
 def settle(thresholds: tuple[int, int, int] | None, collect: bool = True) -> bool:

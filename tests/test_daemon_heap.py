@@ -136,3 +136,14 @@ def test_a_bad_setting_stops_the_start_with_one_sentence(tmp_path: Path) -> None
                                 "numbers such as 50000,20,10 (or 'python' for CPython's "
                                 "own), not 'lots'")
     assert not (tmp_path / "j.sqlite").exists()  # nothing was created
+
+
+def test_raise_thresholds_at_a_command_s_start(collector_restored: None) -> None:
+    gc.set_threshold(700, 10, 10)
+    for left_alone in ("python", "fast", "1,2"):  # CPython's own, or reported later
+        assert not heap.raise_thresholds(left_alone)
+        assert gc.get_threshold() == (700, 10, 10)
+    assert heap.raise_thresholds("")
+    assert gc.get_threshold() == heap.THRESHOLDS
+    assert heap.raise_thresholds("123,4,5")
+    assert gc.get_threshold() == (123, 4, 5)

@@ -46,6 +46,28 @@ def test_results_do_not_depend_on_the_collector(tmp_path: Path, setting: str) ->
             (tmp_path / "other" / name).read_bytes(), name
 
 
+# Counts the collections made while the command runs (its imports included).
+COUNTING = ("import gc, sys\nfrom schedd.cli import main\nmade = []\n"
+            "gc.callbacks.append(lambda phase, info: made.append(phase == 'start'))\n"
+            "code = main(sys.argv[1:])\nprint(sum(made))\nsys.exit(code)\n")
+
+
+def test_the_thresholds_hold_from_the_command_s_start(tmp_path: Path) -> None:
+    """The command's imports (NumPy, the engine) ran about 45 young collections with
+    CPython's thresholds; raised before them, next to none."""
+    made = {}
+    for setting in ("", "python"):
+        env = {k: v for k, v in os.environ.items() if k != heap.ENV}
+        env[heap.ENV] = setting
+        r = subprocess.run([sys.executable, "-c", COUNTING, "simulate", "--limit", "300",
+                            "--out", str(tmp_path / (setting or "default")), "--quiet",
+                            "--no-progress"], capture_output=True, text=True, env=env,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        made[setting] = int(r.stdout.split()[-1])
+    assert made["python"] >= 20 and made[""] * 10 <= made["python"], made
+
+
 def test_a_bad_setting_is_one_sentence_before_any_work(tmp_path: Path) -> None:
     r = simulate(tmp_path / "never", "fast")
     assert r.returncode == 2
