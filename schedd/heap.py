@@ -102,14 +102,17 @@ def settle(thresholds: tuple[int, int, int] | None, collect: bool = True) -> boo
 
 
 # glibc's mallopt parameters (malloc.h).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 _MMAP_MOST = 32 << 20  # glibc refuses a larger mmap threshold on 64-bit (HEAP_MAX_SIZE / 2)
 
 
 def keep_freed_memory() -> bool:
     """glibc only: serve blocks up to 32 MiB from the heap rather than fresh mappings, and
-    never trim the heap, so freed memory is reused without page faults. False (nothing
-    changed) elsewhere or if glibc refuses."""
+    never trim the heap, so freed memory is reused without page faults; and one heap for
+    every thread, so the thread that writes the run files (sim.write_outputs) reuses what
+    the run freed rather than growing an arena of its own (a million jobs: 837 MiB at
+    the peak, against 953 MiB with an arena per thread). False (nothing changed)
+    elsewhere or if glibc refuses."""
     if not sys.platform.startswith("linux"):
         return False
     import ctypes  # NumPy has loaded it already
@@ -121,5 +124,5 @@ def keep_freed_memory() -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     # The mmap threshold first: setting either fixes both (glibc stops adjusting them).
-    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_MOST)) and bool(
-        mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+    return (bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_MOST))
+            and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)) and bool(mallopt(_M_ARENA_MAX, 1)))

@@ -165,13 +165,49 @@ def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
 
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,
                   description: dict[str, Any], timeseries_step: float = 0.0) -> dict[str, Any]:
+    """Every result file. segments.csv and timeseries.csv are written by a second thread
+    while this one writes the rest: the files share nothing, and their writers spend most
+    of their time in NumPy, which lets go of the GIL (docs/engine.md has the figures)."""
     stats = getattr(run.engine.policy, "stats", None)
-    summary = write_results(out_dir, trace, run.results, run.summary, description,
-                            dict(run.engine.stats), stats() if stats is not None else {})
-    if run.recorder is not None:
-        write_run_files(out_dir, run.recorder, run.engine.cluster, run.results,
-                        description["trace"], timeseries_step)
+    recorder = run.recorder
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    run_files = None if recorder is None else in_background(
+        lambda: write_run_files(out_dir, recorder, run.engine.cluster, run.results,
+                                description["trace"], timeseries_step))
+    try:
+        summary = write_results(out_dir, trace, run.results, run.summary, description,
+                                dict(run.engine.stats), stats() if stats is not None else {})
+    except BaseException:
+        if run_files is not None:
+            run_files(raise_error=False)  # this error is the one to report
+        raise
+    if run_files is not None:
+        run_files()
     return summary
+
+
+def in_background(work: Callable[[], None]) -> Callable[..., None]:
+    """Start `work` in a thread. The function returned waits for it to finish and raises
+    what it raised (unless called with raise_error=False)."""
+    import threading  # only runs that write run files need it
+
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            work()
+        except BaseException as err:  # handed to the waiting thread
+            failed.append(err)
+
+    thread = threading.Thread(target=target, name="schedd-run-files", daemon=True)
+    thread.start()
+
+    def wait(raise_error: bool = True) -> None:
+        thread.join()
+        if failed and raise_error:
+            raise failed[0]
+
+    return wait
 
 
 def write_run_files(out_dir: str | os.PathLike, recorder: RunRecorder, cluster: Cluster,

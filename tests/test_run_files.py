@@ -327,3 +327,85 @@ def test_files_are_deterministic(tmp_path):
         rec_files.append(((out / "segments.csv").read_bytes(),
                           (out / "timeseries.csv").read_bytes()))
     assert rec_files[0] == rec_files[1]
+
+
+def _small_run(tmp_path):
+    from schedd.sim import simulate
+    from schedd.traces import normalize, read_trace
+
+    trace = normalize(read_trace(tmp_path / "t.swf"))
+    cluster = NodePool(trace.max_nodes)
+    return trace, simulate(trace, cluster, make_policy("easy", [], cluster), record=True)
+
+
+def _write_small_trace(tmp_path) -> None:
+    rows = [f"{j} {10 * j} -1 {50 + j} 2 -1 -1 2 100 -1 1 1 1 -1 1 -1 -1 -1"
+            for j in range(1, 9)]
+    (tmp_path / "t.swf").write_text("; MaxNodes: 4\n" + "\n".join(rows) + "\n")
+
+
+DESCRIPTION = {"trace": "t.swf", "policy": "easy", "cluster": "nodes:4", "total_nodes": 4}
+
+
+def test_the_run_files_thread_reports_its_error_after_the_job_files(tmp_path, monkeypatch
+                                                                     ) -> None:
+    """segments.csv and timeseries.csv are written by a second thread: its error reaches
+    the caller, and the files of the first thread are written all the same."""
+    import threading
+
+    from schedd import sim
+
+    _write_small_trace(tmp_path)
+    trace, run = _small_run(tmp_path)
+    writers = []
+
+    def failing(*args, **kwargs):
+        writers.append(threading.current_thread())
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sim, "write_run_files", failing)
+    with pytest.raises(OSError, match="No space left"):
+        sim.write_outputs(tmp_path / "out", trace, run, DESCRIPTION)
+    assert writers and writers[0] is not threading.main_thread()
+    for name in ("jobs.swf", "jobs.csv", "summary.json"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+
+
+def test_an_error_of_the_job_files_wins_and_the_thread_is_waited_for(tmp_path, monkeypatch
+                                                                      ) -> None:
+    import threading
+
+    from schedd import sim
+
+    _write_small_trace(tmp_path)
+    trace, run = _small_run(tmp_path)
+    finished = threading.Event()
+
+    def slow_and_failing(*args, **kwargs):
+        threading.Event().wait(0.2)
+        finished.set()
+        raise OSError("the run files' error")
+
+    def job_files_fail(*args, **kwargs):
+        raise ValueError("the job files' error")
+
+    monkeypatch.setattr(sim, "write_run_files", slow_and_failing)
+    monkeypatch.setattr(sim, "write_results", job_files_fail)
+    with pytest.raises(ValueError, match="job files"):
+        sim.write_outputs(tmp_path / "out", trace, run, DESCRIPTION)
+    assert finished.is_set()  # not left writing behind the caller's back
+
+
+def test_files_written_side_by_side_equal_those_written_one_after_another(tmp_path) -> None:
+    from schedd import sim
+
+    _write_small_trace(tmp_path)
+    trace, run = _small_run(tmp_path)
+    sim.write_outputs(tmp_path / "both", trace, run, DESCRIPTION)
+    sim.write_results(tmp_path / "one", trace, run.results, run.summary, DESCRIPTION,
+                      dict(run.engine.stats), {})
+    sim.write_run_files(tmp_path / "one", run.recorder, run.engine.cluster, run.results,
+                        "t.swf")
+    for name in ("jobs.swf", "jobs.csv", "summary.json", "segments.csv", "timeseries.csv"):
+        assert (tmp_path / "both" / name).read_bytes() == \
+            (tmp_path / "one" / name).read_bytes(), name
