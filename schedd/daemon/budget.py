@@ -71,6 +71,23 @@ class Watchdog:
             self._fired = False
             return fired
 
+    def run(self, deadline: float, work: Callable[[], Any]) -> tuple[Any, bool]:
+        """`work()` cut off at the deadline: (its result, or None if cut; whether it was
+        cut). The cut never escapes, and nothing is pending once this returns. CPython
+        delivers the exception at the next check for one (entering a function, after a C
+        call), so it may land after `work` returned, in `disarm` or on the way to it: the
+        outer handler catches it there, and the second `disarm` finds nothing left."""
+        result = None
+        try:
+            self.arm(deadline)
+            try:
+                result = work()
+            finally:
+                cut = self.disarm()
+        except BudgetExceeded:
+            result, cut = None, self.disarm() or True
+        return result, cut
+
     def close(self) -> None:
         self._closed.set()
 
@@ -132,15 +149,8 @@ class BudgetedPolicy:
             return self._run(self.primary, view)
         start = time.perf_counter()
         self._deadline = start + self.budget_s
-        decisions: list[Decision] | None = None
-        try:
-            self._watchdog.arm(self._deadline)
-            try:
-                decisions = list(self.primary.schedule(view))
-            finally:
-                cut = self._watchdog.disarm()
-        except BudgetExceeded:
-            cut = self._watchdog.disarm() or True
+        decisions, cut = self._watchdog.run(self._deadline,
+                                            lambda: list(self.primary.schedule(view)))
         elapsed = time.perf_counter() - start
         if self._on_pass is not None:
             self._on_pass(self.primary.name, elapsed)
