@@ -26,6 +26,7 @@ from .core.node_numbers import LowestFirst
 from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunRecorder
 from .core.results import CLASS_CODES
 from .text_columns import (
+    BLOCK_ROWS,
     Cells,
     Text,
     constant_cells,
@@ -35,7 +36,6 @@ from .text_columns import (
     word_cells,
 )
 
-CHUNK = 65_536  # rows formatted at a time: keeps a million-row file small in memory
 SEGMENT_COLUMNS = (
     # Batsim / evalys jobs.csv names
     "job_id", "workload_name", "submission_time", "requested_number_of_resources",
@@ -174,8 +174,8 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
     with open(path, "wb") as out:
         out.write((",".join(SEGMENT_COLUMNS) + "\n").encode())
         # Formatted a block of rows at a time: a million segments' text is never all held.
-        for lo in range(0, n, CHUNK):
-            hi = lo + CHUNK
+        for lo in range(0, n, BLOCK_ROWS):
+            hi = lo + BLOCK_ROWS
             reason = t["reason"][lo:hi]
             rows = len(reason)
             success, final_state, end_reason = (word_cells(reason, words)
@@ -254,6 +254,6 @@ def write_timeseries_csv(path: Path, rec: RunRecorder, step: float = 0.0) -> Non
     table = timeseries_table(rec, step)
     with open(path, "wb") as out:
         out.write((",".join(TIMESERIES_COLUMNS) + "\n").encode())
-        for lo in range(0, len(table["time"]), CHUNK):
-            out.write(join_rows([number_cells(table[name][lo:lo + CHUNK])
+        for lo in range(0, len(table["time"]), BLOCK_ROWS):
+            out.write(join_rows([number_cells(table[name][lo:lo + BLOCK_ROWS])
                                  for name in TIMESERIES_COLUMNS], b","))

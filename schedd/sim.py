@@ -25,7 +25,7 @@ from .metrics import MetricOptions, summarize
 from .policies import Policy
 from .policies.easy_plain import plain_easy_order, run_plain_easy
 from .run_files import write_segments_csv, write_timeseries_csv
-from .text_columns import constant_cells, join_rows, number_cells, word_cells
+from .text_columns import BLOCK_ROWS, constant_cells, join_rows, number_cells, word_cells
 from .traces import NormalizedTrace
 
 # SWF status field (11): 1 completed, 0 failed/killed, 5 cancelled.
@@ -125,7 +125,6 @@ def _notice_of(cols: dict[str, np.ndarray], i: int) -> Notice:
                   walltime if walltime > 0 else float(cols["walltime"][i]))
 
 
-CHUNK = 65_536  # rows formatted at a time: keeps a million-job write small in memory
 
 
 def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray],
@@ -143,8 +142,8 @@ def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray
     with open(path, "wb") as out:
         out.write("".join(f";{line}\n" if not line.startswith(";") else f"{line}\n"
                           for line in header_lines).encode())
-        for lo in range(0, len(res["id"]), CHUNK):
-            i, sub, wait, run, n, rp, rt, st, u, g, q = (number_cells(c[lo:lo + CHUNK])
+        for lo in range(0, len(res["id"]), BLOCK_ROWS):
+            i, sub, wait, run, n, rp, rt, st, u, g, q = (number_cells(c[lo:lo + BLOCK_ROWS])
                                                          for c in columns)
             unused = constant_cells("-1", len(i))  # the SWF fields schedd does not fill
             out.write(join_rows([i, sub, wait, run, n, unused, unused, rp, rt, unused, st, u,
@@ -156,10 +155,10 @@ def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
     names = list(COLUMNS)
     with open(path, "wb") as out:
         out.write((",".join(names + ["class", "state"]) + "\n").encode())
-        for lo in range(0, len(res["id"]), CHUNK):
-            cells = [number_cells(res[name][lo:lo + CHUNK]) for name in names]
-            cells.append(word_cells(res["job_class"][lo:lo + CHUNK], CLASS_CODES))
-            cells.append(word_cells(res["final_state"][lo:lo + CHUNK], STATE_CODES))
+        for lo in range(0, len(res["id"]), BLOCK_ROWS):
+            cells = [number_cells(res[name][lo:lo + BLOCK_ROWS]) for name in names]
+            cells.append(word_cells(res["job_class"][lo:lo + BLOCK_ROWS], CLASS_CODES))
+            cells.append(word_cells(res["final_state"][lo:lo + BLOCK_ROWS], STATE_CODES))
             out.write(join_rows(cells, b","))
 
 

@@ -23,6 +23,14 @@ import numpy as np
 
 Cells = np.ndarray  # (rows, width) uint8: each row one cell's text, NUL bytes as padding
 
+# Rows the writers format at a time. A block's cells, their side-by-side matrix and its
+# text are each a few times the block's bytes; `schedd simulate` writes two files at once
+# (sim.write_outputs), so the blocks of both are held together. At 65,536 rows a KTH run
+# peaked at 80 MB with 18,000 page faults of fresh memory, at 16,384 at 68 MB with 15,000
+# for 1% more instructions (docs/benchmarks.md); a million-job run at 801-815 MiB
+# against 840-845.
+BLOCK_ROWS = 16_384
+
 _ZERO, _MINUS, _POINT, _NEWLINE = ord("0"), ord("-"), ord("."), ord("\n")
 _POWERS_64 = np.array([10**k for k in range(1, 20)], dtype=np.uint64)
 _NO_ROWS = np.empty(0, np.int64)

@@ -289,8 +289,8 @@ def write_all(out, trace, run):  # noqa: ANN001, ANN201
 def test_files_do_not_depend_on_the_block_size(small_run, tmp_path, monkeypatch):
     trace, run = small_run
     whole = write_all(tmp_path / "whole", trace, run)
-    monkeypatch.setattr(sim, "CHUNK", 7)
-    monkeypatch.setattr(run_files, "CHUNK", 7)
+    monkeypatch.setattr(sim, "BLOCK_ROWS", 7)
+    monkeypatch.setattr(run_files, "BLOCK_ROWS", 7)
     assert write_all(tmp_path / "blocks", trace, run) == whole
     assert b"." in whole["jobs.csv"]  # fractional values were written
 
