@@ -24,8 +24,10 @@ from schedd.policies import make_policy
 from schedd.run_files import (
     SEGMENT_COLUMNS,
     interval_set,
+    interval_set_cells,
     pool_placement,
     segment_table,
+    texts_of,
     timeseries_table,
     write_segments_csv,
     write_timeseries_csv,
@@ -131,6 +133,28 @@ def test_interval_sets_and_placement():
                           np.array([4, 2, 6]), 8) == ["0-3", "4-5", "0-3 6-7"]
 
 
+def test_interval_set_cells_by_hand():
+    # Segments: one range of 4, nothing, one node, three ranges (one of a single node).
+    cells = interval_set_cells([0, 4, 7, 8, 0, 2, 5, 6, 10, 12], [1, 0, 1, 3])
+    assert texts_of(cells) == ["0-3", "", "7", "0-1 5 10-11"]
+    assert texts_of(interval_set_cells([], [0, 0])) == ["", ""]
+    assert texts_of(interval_set_cells([998, 1001, 99, 100], [2])) == ["998-1000 99"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 20_000), st.integers(1, 300)),
+                         max_size=5), max_size=30))
+def test_interval_set_cells_write_what_interval_set_writes(segments) -> None:
+    flat, counts, expected = [], [], []
+    for ranges in segments:
+        for lo, size in ranges:
+            flat += [lo, lo + size]
+        counts.append(len(ranges))
+        expected.append(" ".join(interval_set(list(range(lo, lo + size)))
+                                 for lo, size in ranges))
+    assert texts_of(interval_set_cells(flat, counts)) == expected
+
+
 def test_placement_fed_in_blocks_is_the_placement_of_the_whole():
     """segments.csv numbers a block of rows at a time: the fit carries its free nodes and
     running segments from block to block, so every block size gives the same numbers."""
@@ -149,7 +173,8 @@ def test_placement_fed_in_blocks_is_the_placement_of_the_whole():
         placer = LowestFirst(total, end.tolist(), by_end)
         got: list[str] = []
         for lo in range(0, 300, size):
-            got += placer.place(start[lo:lo + size].tolist(), nodes[lo:lo + size].tolist())
+            got += texts_of(interval_set_cells(*placer.place(start[lo:lo + size].tolist(),
+                                                             nodes[lo:lo + size].tolist())))
         assert got == whole and placer.placed == 300, size
 
 

@@ -68,19 +68,6 @@ class FreeNodes:
             his.insert(i, hi)
 
 
-def ranges_text(ranges: list[int]) -> str:
-    """Flat ranges [lo, hi), in increasing order, as Batsim's interval-set text:
-    "0-3 8 10-11"."""
-    if len(ranges) == 2:  # the common case: one contiguous range
-        lo, hi = ranges[0], ranges[1]
-        return str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}"
-    parts: list[str] = []
-    for j in range(0, len(ranges), 2):
-        lo, hi = ranges[j], ranges[j + 1]
-        parts.append(str(lo) if hi - lo == 1 else f"{lo}-{hi - 1}")
-    return " ".join(parts)
-
-
 class LowestFirst:
     """The lowest-first fit, fed a block of segments at a time in start order (a
     million-segment file is numbered and written block by block, never all held).
@@ -99,14 +86,19 @@ class LowestFirst:
         self.held: list[list[int]] = []  # each placed segment's ranges, until it ends
         self.placed = 0  # segments numbered so far
 
-    def place(self, starts: list[float], sizes: list[int]) -> list[str]:
-        """The interval sets of the next segments; each starts no earlier than the last."""
+    def place(self, starts: list[float], sizes: list[int]) -> tuple[list[int], list[int]]:
+        """The node ranges of the next segments (each starts no earlier than the last):
+        all of them as flat ranges, segment after segment, and how many ranges each
+        segment has. (Their text is made a block at a time in NumPy:
+        run_files.interval_set_cells; a string per segment here took a third of this
+        loop.)"""
         free, held, ends, by_end = self.free, self.held, self.ends, self.by_end
         p, last = self.next_end, len(by_end)
         placed = self.placed
         if placed + len(starts) > len(ends):
             raise ValueError("more segments placed than ends were given")
-        text = [""] * len(starts)
+        flat: list[int] = []
+        counts = [0] * len(starts)
         for i in range(len(starts)):
             t = starts[i]
             # Segments ending by t give their nodes back first. One not placed yet that
@@ -120,9 +112,10 @@ class LowestFirst:
                 held[k] = _GIVEN_BACK
                 p += 1
             ranges = free.take(sizes[i])
-            text[i] = ranges_text(ranges)
+            flat.extend(ranges)
+            counts[i] = len(ranges) // 2
             held.append(ranges)
             placed += 1
         self.next_end = p
         self.placed = placed
-        return text
+        return flat, counts
