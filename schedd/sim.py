@@ -125,8 +125,6 @@ def _notice_of(cols: dict[str, np.ndarray], i: int) -> Notice:
                   walltime if walltime > 0 else float(cols["walltime"][i]))
 
 
-
-
 def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray],
                    header_lines: list[str]) -> None:
     """One SWF line per job: 2 submit, 3 wait to first start, 4 executed runtime, 5 nodes
@@ -169,19 +167,19 @@ def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunRe
     of their time in NumPy, which lets go of the GIL (docs/engine.md has the figures)."""
     stats = getattr(run.engine.policy, "stats", None)
     recorder = run.recorder
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    run_files = None if recorder is None else in_background(
+    Path(out_dir).mkdir(parents=True, exist_ok=True)  # before either thread writes in it
+    wait_for_run_files = None if recorder is None else in_background(
         lambda: write_run_files(out_dir, recorder, run.engine.cluster, run.results,
                                 description["trace"], timeseries_step))
     try:
         summary = write_results(out_dir, trace, run.results, run.summary, description,
                                 dict(run.engine.stats), stats() if stats is not None else {})
     except BaseException:
-        if run_files is not None:
-            run_files(raise_error=False)  # this error is the one to report
+        if wait_for_run_files is not None:
+            wait_for_run_files(raise_error=False)  # this error is the one to report
         raise
-    if run_files is not None:
-        run_files()
+    if wait_for_run_files is not None:
+        wait_for_run_files()
     return summary
 
 
