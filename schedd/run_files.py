@@ -79,15 +79,16 @@ def interval_set_cells(flat: list[int], counts: list[int]) -> Text:
     lasts[one_node] = 0
     # A range's text: its first node, "-" and its last unless one node, and a blank
     # unless it is its segment's last range; NULs where a part is left out.
+    ends_at = np.cumsum(per_segment)  # where each segment's ranges end among all ranges
     closes = np.zeros(len(bounds), bool)
-    closes[np.cumsum(per_segment)[per_segment > 0] - 1] = True
+    closes[ends_at[per_segment > 0] - 1] = True
     pieces = np.concatenate([
         firsts, np.where(one_node, 0, ord("-")).astype(np.uint8)[:, None], lasts,
         np.where(closes, 0, ord(" ")).astype(np.uint8)[:, None]], axis=1)
     data = pieces[pieces != 0]
     # Each segment's text ends where its last range's does.
     ends = np.r_[0, np.cumsum(np.count_nonzero(pieces, axis=1))]
-    return Text(data, np.diff(ends[np.r_[0, np.cumsum(per_segment)]]))
+    return Text(data, np.diff(ends[np.r_[0, ends_at]]))
 
 
 def texts_of(cells: Text) -> list[str]:

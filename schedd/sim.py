@@ -185,7 +185,9 @@ def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunRe
 
 def in_background(work: Callable[[], None]) -> Callable[..., None]:
     """Start `work` in a thread. The function returned waits for it to finish and raises
-    what it raised (unless called with raise_error=False)."""
+    what it raised (unless called with raise_error=False). A Future of
+    concurrent.futures does the same, but importing that package took 7-13 ms here,
+    against 1 ms for threading: 2-3% of a KTH run."""
     import threading  # only runs that write run files need it
 
     failed: list[BaseException] = []
