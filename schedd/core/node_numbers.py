@@ -64,17 +64,19 @@ class FreeNodes:
                     i = mid + 1
                 else:
                     top = mid
-            if i < len(los) and his[i] == lo:  # joins the range below it
-                lo = los[i]
-                del los[i]
-                del his[i]
-            if i > 0 and los[i - 1] == hi:  # and the one above it
-                i -= 1
-                hi = his[i]
-                del los[i]
-                del his[i]
-            los.insert(i, lo)
-            his.insert(i, hi)
+            below = i < len(los) and his[i] == lo  # it joins the free range below it
+            above = i > 0 and los[i - 1] == hi  # or the one above, or both
+            if below and above:
+                his[i] = his[i - 1]
+                del los[i - 1]
+                del his[i - 1]
+            elif below:
+                his[i] = hi
+            elif above:
+                los[i - 1] = lo
+            else:
+                los.insert(i, lo)
+                his.insert(i, hi)
 
 
 class LowestFirst:
