@@ -87,9 +87,12 @@ sys.stdout.flush()
 
 
 def wall_of(cmd: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    """Wall seconds of one whole process (bench/run.py's measure, which stops on failure)."""
+    if str(ROOT / "bench") not in sys.path:
+        sys.path.insert(0, str(ROOT / "bench"))
+    from run import run_process
+
+    return run_process(cmd)[0]
 
 
 def child_run(args: list[str]) -> tuple[dict, float, float]:
@@ -117,6 +120,7 @@ def main() -> None:
     if not args.trace.is_file():
         raise SystemExit(f"no trace at {args.trace}")
     out = ROOT / "bench" / "results" / "phases-out"
+    out.parent.mkdir(parents=True, exist_ok=True)  # bench/run.py's processes run in it
     sim_args = ["--trace", str(args.trace), "--policy", args.policy, "--out", str(out),
                 "--no-progress", "--quiet", *args.extra]
     naive = [sys.executable, str(ROOT / "bench" / "naive_easy.py"), str(args.trace),

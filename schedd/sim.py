@@ -163,8 +163,9 @@ def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,
                   description: dict[str, Any], timeseries_step: float = 0.0) -> dict[str, Any]:
     """Every result file. segments.csv and timeseries.csv are written by a second thread
-    while this one writes the rest: the files share nothing, and their writers spend most
-    of their time in NumPy, which lets go of the GIL (docs/engine.md has the figures)."""
+    while this one writes the rest: the files share nothing, and NumPy's loops let go of
+    the GIL, though most of the writers' work holds it, so they overlap only a little
+    (docs/engine.md has the figures)."""
     stats = getattr(run.engine.policy, "stats", None)
     recorder = run.recorder
     Path(out_dir).mkdir(parents=True, exist_ok=True)  # before either thread writes in it
