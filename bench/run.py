@@ -1,11 +1,12 @@
 """Simulator benchmark: whole-process `schedd simulate` against the naive EASY loop, and
 throughput and peak memory from 10,000 to 1,000,000 jobs (issue 21).
 
-    .venv/bin/python bench/run.py [--repeat 3] [--skip-million] [--scale]
+    .venv/bin/python bench/run.py [--repeat 3] [--skip-million] [--scale] [--trace PATH ...]
 
-1. On lublin_256.swf and KTH-SP2-1996-2.swf (../shared/traces), `schedd simulate --policy
-   easy` and `bench/naive_easy.py` run as separate processes in the same run, alternately,
-   --repeat times each; every job's wait must be equal in both (schedd's jobs.csv against
+1. On lublin_256.swf and KTH-SP2-1996-2.swf (../shared/traces), or on the SWF traces
+   given with --trace (any trace of your own), `schedd simulate --policy easy` and
+   `bench/naive_easy.py` run as separate processes in the same run, alternately, --repeat
+   times each; every job's wait must be equal in both (schedd's jobs.csv against
    the naive loop's --waits file), else the benchmark stops. Reported: best wall seconds,
    best CPU seconds (user + sys of the child, from wait4(): the figure to trust on a shared
    machine), jobs/s and the ratio naive / schedd (>= 1.0 means schedd is as fast), then
@@ -157,7 +158,13 @@ def main() -> None:
     parser.add_argument("--skip-million", action="store_true")
     parser.add_argument("--scale", action="store_true",
                         help="also 10,000 and 100,000 synthetic jobs (cost per job)")
+    parser.add_argument("--trace", action="append", type=Path, default=None, metavar="PATH",
+                        help="compare with the naive loop on this SWF trace instead of the "
+                        "two shared ones (repeatable)")
     args = parser.parse_args()
+    for path in args.trace or []:
+        if not path.is_file():
+            parser.error(f"--trace {path}: no such file")
     RESULTS.mkdir(parents=True, exist_ok=True)
     machine = (f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
                f"{platform.platform()}, engine {build()}, load average "
@@ -168,8 +175,11 @@ def main() -> None:
              "| ratio (median wall) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
-    for name in ("lublin_256.swf", "KTH-SP2-1996-2.swf"):
-        path = TRACES / name
+    compared = args.trace or [TRACES / name for name in ("lublin_256.swf",
+                                                         "KTH-SP2-1996-2.swf")]
+    for path in compared:
+        path = path.resolve()  # the runs' working directory is bench/results
+        name = path.name
         if not path.exists():
             print(f"skipping {name}: {path} not found")
             continue
