@@ -4,8 +4,8 @@ before and after a change to the writers, measured in one sitting.
     .venv/bin/python bench/writers.py [--base REV] [--rounds 5] [--trace PATH]
 
 Two source trees run side by side: this one, and a copy of it whose writer modules
-(WRITERS) are as at REV (default: the commit before the one that added
-schedd/text_columns.py, or HEAD before that commit exists). The copy keeps this tree's
+(WRITERS) are as at REV (default: HEAD, so that a change not yet committed is measured
+against what it changes; a REV far back may not run with today's engine). The copy keeps this tree's
 compiled modules, so the two differ in the writers alone. Every round, in alternating
 order so that a shared machine's drift hits both alike, each tree
   * runs the simulation once in a fresh interpreter and times each writer on its result
@@ -35,7 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = ROOT.parent / "shared" / "traces" / "KTH-SP2-1996-2.swf"
-WRITERS = ("schedd/sim.py", "schedd/run_files.py", "schedd/text_columns.py")
+WRITERS = ("schedd/sim.py", "schedd/run_files.py", "schedd/text_columns.py",
+           "schedd/row_text.py")
 TIMED = ("jobs.swf", "jobs.csv", "segments.csv", "timeseries.csv")
 
 
@@ -100,13 +101,6 @@ def base_tree(rev: str, into: Path) -> None:
             (into / path).unlink(missing_ok=True)
 
 
-def default_base() -> str:
-    added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--",
-                            "schedd/text_columns.py"], cwd=ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()
-    return f"{added[-1]}~1" if added else "HEAD"
-
-
 def writers_once(tree: Path, trace: str, repeat: int) -> dict[str, float]:
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
                            "--trace", trace, "--repeat", str(repeat)], cwd=tree,
@@ -129,7 +123,7 @@ def process_once(tree: Path, trace: str, out: Path) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", default=None, help="revision of the writers to compare with")
+    ap.add_argument("--base", default="HEAD", help="revision of the writers to compare with")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=5, help="writer calls per round (best)")
     ap.add_argument("--trace", default=str(DEFAULT_TRACE))
@@ -138,7 +132,7 @@ def main() -> int:
     if args.child:
         child(args.trace, args.repeat)
         return 0
-    base = args.base or default_base()
+    base = args.base
     figures: dict[str, dict[str, list[float]]] = {"base": {}, "now": {}}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"base": Path(tmp) / "base", "now": ROOT}
