@@ -1,12 +1,13 @@
 """Optional compiled build: mypyc turns the engine's hot modules into C extensions
-(about 1.9x faster simulations, measured in docs/benchmarks.md). The same sources run as
-plain Python: set SCHEDD_PURE_PYTHON=1, or lack a C compiler, and the build skips it.
-Keep this list in step with COMPILED in the Makefile (edits there trigger a rebuild)."""
+(about 1.9x faster simulations, measured in docs/benchmarks.md), and schedd/_row_text.c
+formats the result files' rows (schedd/row_text.py). The same sources run as plain Python
+and NumPy: set SCHEDD_PURE_PYTHON=1, or lack a C compiler, and the build skips both.
+Keep these lists in step with COMPILED in the Makefile (edits there trigger a rebuild)."""
 
 import os
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 COMPILED = [
@@ -47,14 +48,19 @@ class OptionalBuildExt(build_ext):
             print(f"schedd: {ext.name} not compiled ({err})", file=sys.stderr)
 
 
+# Hand-written C where no library does the job: the result files' row formatter (ahead of
+# a NumPy path that stays the fallback).
+NATIVE = [Extension("schedd._row_text", ["schedd/_row_text.c"], extra_compile_args=["-O3"])]
+
+
 def ext_modules():
     if os.environ.get("SCHEDD_PURE_PYTHON"):
         return []
     try:
         from mypyc.build import mypycify
     except ImportError:
-        return []
-    return mypycify(COMPILED, opt_level="3")
+        return NATIVE
+    return [*mypycify(COMPILED, opt_level="3"), *NATIVE]
 
 
 setup(ext_modules=ext_modules(), cmdclass={"build_ext": OptionalBuildExt})

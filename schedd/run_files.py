@@ -25,16 +25,8 @@ from .core.cluster import Cluster
 from .core.node_numbers import LowestFirst
 from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunRecorder
 from .core.results import CLASS_CODES
-from .text_columns import (
-    BLOCK_ROWS,
-    Cells,
-    Text,
-    constant_cells,
-    integer_cells,
-    join_rows,
-    number_cells,
-    word_cells,
-)
+from .row_text import Column, Constant, Numbers, Ranges, Words, rows_text
+from .text_columns import BLOCK_ROWS, Text, interval_set_cells
 
 SEGMENT_COLUMNS = (
     # Batsim / evalys jobs.csv names
@@ -62,33 +54,6 @@ def interval_set(ids: list[int]) -> str:
         parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
         i = j + 1
     return " ".join(parts)
-
-
-def interval_set_cells(flat: list[int], counts: list[int]) -> Text:
-    """Segments' node ranges as `interval_set` writes them ("0-3 8 10-11"), made for a
-    block of segments at once: `flat` holds every range [lo, hi) of the block end to
-    end, `counts` how many ranges each segment has (LowestFirst.place)."""
-    # np.array, not fromiter: for a list of ints it is about a third faster.
-    bounds = np.array(flat, dtype=np.int64).reshape(-1, 2)
-    per_segment = np.array(counts, dtype=np.int64)
-    if not len(bounds):
-        return Text(np.empty(0, np.uint8), np.zeros(len(counts), np.int64))
-    lo, last = bounds[:, 0], bounds[:, 1] - 1
-    one_node = lo == last
-    firsts, lasts = integer_cells(lo), integer_cells(last)
-    lasts[one_node] = 0
-    # A range's text: its first node, "-" and its last unless one node, and a blank
-    # unless it is its segment's last range; NULs where a part is left out.
-    ends_at = np.cumsum(per_segment)  # where each segment's ranges end among all ranges
-    closes = np.zeros(len(bounds), bool)
-    closes[ends_at[per_segment > 0] - 1] = True
-    pieces = np.concatenate([
-        firsts, np.where(one_node, 0, ord("-")).astype(np.uint8)[:, None], lasts,
-        np.where(closes, 0, ord(" ")).astype(np.uint8)[:, None]], axis=1)
-    data = pieces[pieces != 0]
-    # Each segment's text ends where its last range's does.
-    ends = np.r_[0, np.cumsum(np.count_nonzero(pieces, axis=1))]
-    return Text(data, np.diff(ends[np.r_[0, ends_at]]))
 
 
 def texts_of(cells: Text) -> list[str]:
@@ -212,28 +177,29 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
             hi = lo + BLOCK_ROWS
             reason = t["reason"][lo:hi]
             rows = len(reason)
-            success, final_state, end_reason = (word_cells(reason, words)
+            success, final_state, end_reason = (Words(reason, words)
                                                 for words in reason_words.values())
-            resources: Cells | Text
+            resources: Words | Ranges
+            partitions: Words | Constant
             if block_code is not None:
-                resources = word_cells(block_code[lo:hi], block_resources)
-                partitions = word_cells(block_code[lo:hi], block_names)
+                resources = Words(block_code[lo:hi], block_resources)
+                partitions = Words(block_code[lo:hi], block_names)
             else:
-                resources = interval_set_cells(*placer.place(t["start"][lo:hi].tolist(),
-                                                             t["nodes"][lo:hi].tolist()))
-                partitions = constant_cells("", rows)
-            columns = [
-                number_cells(t["job"][lo:hi]), constant_cells(workload, rows),
-                number_cells(t["submit"][lo:hi]), number_cells(t["req_nodes"][lo:hi]),
-                number_cells(t["walltime"][lo:hi]), success, final_state,
-                number_cells(t["start"][lo:hi]), number_cells(run[lo:hi]),
-                number_cells(t["end"][lo:hi]), number_cells(wait[lo:hi]),
-                number_cells(turnaround[lo:hi]), number_cells(stretch[lo:hi]),
-                resources, number_cells(t["segment"][lo:hi]),
-                number_cells(t["nodes"][lo:hi]), partitions, end_reason,
-                word_cells(t["job_class"][lo:hi], CLASS_CODES),
+                resources = Ranges(*placer.place(t["start"][lo:hi].tolist(),
+                                                 t["nodes"][lo:hi].tolist()))
+                partitions = Constant("")
+            columns: list[Column] = [
+                Numbers(t["job"][lo:hi]), Constant(workload),
+                Numbers(t["submit"][lo:hi]), Numbers(t["req_nodes"][lo:hi]),
+                Numbers(t["walltime"][lo:hi]), success, final_state,
+                Numbers(t["start"][lo:hi]), Numbers(run[lo:hi]),
+                Numbers(t["end"][lo:hi]), Numbers(wait[lo:hi]),
+                Numbers(turnaround[lo:hi]), Numbers(stretch[lo:hi]),
+                resources, Numbers(t["segment"][lo:hi]),
+                Numbers(t["nodes"][lo:hi]), partitions, end_reason,
+                Words(t["job_class"][lo:hi], CLASS_CODES),
             ]
-            out.write(join_rows(columns, b","))
+            out.write(rows_text(columns, rows, b","))
 
 
 def timeseries_table(rec: RunRecorder, step: float = 0.0) -> dict[str, np.ndarray]:
@@ -290,5 +256,5 @@ def write_timeseries_csv(path: Path, rec: RunRecorder, step: float = 0.0) -> Non
     with open(path, "wb") as out:
         out.write((",".join(TIMESERIES_COLUMNS) + "\n").encode())
         for lo in range(0, len(table["time"]), BLOCK_ROWS):
-            out.write(join_rows([number_cells(table[name][lo:lo + BLOCK_ROWS])
-                                 for name in TIMESERIES_COLUMNS], b","))
+            block = [Numbers(table[name][lo:lo + BLOCK_ROWS]) for name in TIMESERIES_COLUMNS]
+            out.write(rows_text(block, len(block[0].values), b","))

@@ -24,8 +24,9 @@ from .core.validate import validate
 from .metrics import MetricOptions, summarize
 from .policies import Policy
 from .policies.easy_plain import plain_easy_order, run_plain_easy
+from .row_text import Column, Constant, Numbers, Words, rows_text
 from .run_files import write_segments_csv, write_timeseries_csv
-from .text_columns import BLOCK_ROWS, constant_cells, join_rows, number_cells, word_cells
+from .text_columns import BLOCK_ROWS
 from .traces import NormalizedTrace
 
 # SWF status field (11): 1 completed, 0 failed/killed, 5 cancelled.
@@ -141,11 +142,11 @@ def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray
         out.write("".join(f";{line}\n" if not line.startswith(";") else f"{line}\n"
                           for line in header_lines).encode())
         for lo in range(0, len(res["id"]), BLOCK_ROWS):
-            i, sub, wait, run, n, rp, rt, st, u, g, q = (number_cells(c[lo:lo + BLOCK_ROWS])
+            i, sub, wait, run, n, rp, rt, st, u, g, q = (Numbers(c[lo:lo + BLOCK_ROWS])
                                                          for c in columns)
-            unused = constant_cells("-1", len(i))  # the SWF fields schedd does not fill
-            out.write(join_rows([i, sub, wait, run, n, unused, unused, rp, rt, unused, st, u,
-                                 g, unused, q, unused, unused, unused], b" "))
+            unused = Constant("-1")  # the SWF fields schedd does not fill
+            out.write(rows_text([i, sub, wait, run, n, unused, unused, rp, rt, unused, st, u,
+                                 g, unused, q, unused, unused, unused], len(i.values), b" "))
 
 
 def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
@@ -154,18 +155,19 @@ def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
     with open(path, "wb") as out:
         out.write((",".join(names + ["class", "state"]) + "\n").encode())
         for lo in range(0, len(res["id"]), BLOCK_ROWS):
-            cells = [number_cells(res[name][lo:lo + BLOCK_ROWS]) for name in names]
-            cells.append(word_cells(res["job_class"][lo:lo + BLOCK_ROWS], CLASS_CODES))
-            cells.append(word_cells(res["final_state"][lo:lo + BLOCK_ROWS], STATE_CODES))
-            out.write(join_rows(cells, b","))
+            hi = min(lo + BLOCK_ROWS, len(res["id"]))
+            cells: list[Column] = [Numbers(res[name][lo:hi]) for name in names]
+            cells.append(Words(res["job_class"][lo:hi], CLASS_CODES))
+            cells.append(Words(res["final_state"][lo:hi], STATE_CODES))
+            out.write(rows_text(cells, hi - lo, b","))
 
 
 def write_outputs(out_dir: str | os.PathLike, trace: NormalizedTrace, run: RunResult,
                   description: dict[str, Any], timeseries_step: float = 0.0) -> dict[str, Any]:
     """Every result file. segments.csv and timeseries.csv are written by a second thread
-    while this one writes the rest: the files share nothing, and NumPy's loops let go of
-    the GIL, though most of the writers' work holds it, so they overlap only a little
-    (docs/engine.md has the figures)."""
+    while this one writes the rest: the files share nothing, and the rows' formatting
+    (schedd/_row_text.c) and NumPy's loops let go of the GIL, though the node numbering
+    and NumPy's many small calls hold it (docs/engine.md has the figures)."""
     stats = getattr(run.engine.policy, "stats", None)
     recorder = run.recorder
     Path(out_dir).mkdir(parents=True, exist_ok=True)  # before either thread writes in it

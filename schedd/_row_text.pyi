@@ -1,0 +1,3 @@
+"""Types of the C formatter (schedd/_row_text.c); schedd/row_text.py describes the columns."""
+
+def rows(columns: list[tuple[object, ...]], n: int, sep: str, /) -> bytes: ...
