@@ -1,6 +1,7 @@
 """Optional compiled build: mypyc turns the engine's hot modules into C extensions
-(about 1.9x faster simulations, measured in docs/benchmarks.md), and schedd/_row_text.c
-formats the result files' rows (schedd/row_text.py). The same sources run as plain Python
+(about 1.9x faster simulations, measured in docs/benchmarks.md); schedd/_row_text.c
+formats the result files' rows (schedd/row_text.py) and schedd/traces/_whole_numbers.c
+parses SWF rows of whole numbers (schedd/traces/swf.py). The same sources run as plain Python
 and NumPy: set SCHEDD_PURE_PYTHON=1, or lack a C compiler, and the build skips both.
 Keep these lists in step with COMPILED in the Makefile (edits there trigger a rebuild)."""
 
@@ -48,9 +49,11 @@ class OptionalBuildExt(build_ext):
             print(f"schedd: {ext.name} not compiled ({err})", file=sys.stderr)
 
 
-# Hand-written C where no library does the job: the result files' row formatter (ahead of
-# a NumPy path that stays the fallback).
-NATIVE = [Extension("schedd._row_text", ["schedd/_row_text.c"], extra_compile_args=["-O3"])]
+# Hand-written C where no library does the job: the result files' row formatter, and the
+# parser of SWF rows of whole numbers (each ahead of a NumPy path that stays the fallback).
+NATIVE = [Extension("schedd._row_text", ["schedd/_row_text.c"], extra_compile_args=["-O3"]),
+          Extension("schedd.traces._whole_numbers", ["schedd/traces/_whole_numbers.c"],
+                    extra_compile_args=["-O3"])]
 
 
 def ext_modules():

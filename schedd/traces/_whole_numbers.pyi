@@ -1,0 +1,3 @@
+"""Types of the C parser of whole-number SWF rows (schedd/traces/_whole_numbers.c)."""
+
+def whole_numbers(data: bytes, /) -> bytearray | None: ...
