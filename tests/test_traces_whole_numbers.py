@@ -124,3 +124,14 @@ def test_traces_read_the_same_with_and_without_it(path, monkeypatch):
     for name, column in with_c.columns.items():
         assert column.tobytes() == without.columns[name].tobytes(), name
     assert with_c.header == without.header and with_c.skipped == without.skipped
+
+
+@needs_native
+@pytest.mark.parametrize("data", [b"1 2 3\n", b"1 2 3\n4 5 6\n", b"1\n2\n3\n", b"7\n",
+                                  b"\n1 2\n\n3 4"])
+def test_shaped_as_loadtxt_shapes_it(data, monkeypatch):
+    got = swf._whole_numbers(data)
+    monkeypatch.setattr(swf, "native", None)
+    want = swf._whole_numbers(data)
+    assert got is not None and want is not None
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()

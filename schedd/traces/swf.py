@@ -346,8 +346,10 @@ def _whole_numbers(data: bytes) -> np.ndarray | None:
     numbers within int64, or ragged lines) goes to NumPy as before."""
     if native is not None:
         fields = native.whole_numbers(data)
-        if fields is not None:
-            return np.frombuffer(fields, np.float64)
+        if fields is not None:  # shaped as loadtxt's ndmin=1 shapes it
+            values = np.frombuffer(fields, np.float64)
+            width = _first_field_count(data)
+            return values if width in (0, 1, len(values)) else values.reshape(-1, width)
     ints = _load(data, np.int64)
     return None if ints is None else ints.astype(np.float64)
 
