@@ -1,7 +1,8 @@
 """Optional compiled build: mypyc turns the engine's hot modules into C extensions
 (about 1.9x faster simulations, measured in docs/benchmarks.md); schedd/_row_text.c
-formats the result files' rows (schedd/row_text.py) and schedd/traces/_whole_numbers.c
-parses SWF rows of whole numbers (schedd/traces/swf.py). The same sources run as plain Python
+formats the result files' rows (schedd/row_text.py), schedd/traces/_whole_numbers.c
+parses SWF rows of whole numbers (schedd/traces/swf.py) and schedd/core/_lowest_first.c
+numbers a node pool's nodes for segments.csv (schedd/run_files.py). The same sources run as plain Python
 and NumPy: set SCHEDD_PURE_PYTHON=1, or lack a C compiler, and the build skips both.
 Keep these lists in step with COMPILED in the Makefile (edits there trigger a rebuild)."""
 
@@ -49,11 +50,14 @@ class OptionalBuildExt(build_ext):
             print(f"schedd: {ext.name} not compiled ({err})", file=sys.stderr)
 
 
-# Hand-written C where no library does the job: the result files' row formatter, and the
-# parser of SWF rows of whole numbers (each ahead of a NumPy path that stays the fallback).
-NATIVE = [Extension("schedd._row_text", ["schedd/_row_text.c"], extra_compile_args=["-O3"]),
-          Extension("schedd.traces._whole_numbers", ["schedd/traces/_whole_numbers.c"],
-                    extra_compile_args=["-O3"])]
+# Hand-written C where no library does the job: the result files' row formatter, the
+# parser of SWF rows of whole numbers and the lowest-first fit of node numbers, each ahead
+# of a Python or NumPy path that stays the reference and the fallback.
+NATIVE = [Extension(name, [source], extra_compile_args=["-O3"]) for name, source in (
+    ("schedd._row_text", "schedd/_row_text.c"),
+    ("schedd.traces._whole_numbers", "schedd/traces/_whole_numbers.c"),
+    ("schedd.core._lowest_first", "schedd/core/_lowest_first.c"),
+)]
 
 
 def ext_modules():

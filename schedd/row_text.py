@@ -54,8 +54,8 @@ class Constant(NamedTuple):
 class Ranges(NamedTuple):
     """Node ranges as interval sets ("0-3 8 10-11"): every row's [lo, hi) bounds end to end
     (`flat`: lo, hi, lo, hi, ...), and how many ranges each row has (LowestFirst.place)."""
-    flat: Sequence[int]
-    counts: Sequence[int]
+    flat: Sequence[int] | np.ndarray
+    counts: Sequence[int] | np.ndarray
 
 
 Column = Numbers | Words | Constant | Ranges | Text
@@ -95,8 +95,8 @@ def _spec(column: Column) -> tuple[object, ...] | None:
     if isinstance(column, Constant):
         return (2, column.text.encode())
     if isinstance(column, Ranges):
-        return (5, np.array(column.flat, dtype=np.int64),
-                np.array(column.counts, dtype=np.int64))
+        return (5, np.ascontiguousarray(column.flat, dtype=np.int64),
+                np.ascontiguousarray(column.counts, dtype=np.int64))
     return (4, np.ascontiguousarray(column.data, dtype=np.uint8),
             np.ascontiguousarray(column.lengths, dtype=np.int64))
 

@@ -16,7 +16,9 @@ in force at every multiple of the step).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -27,6 +29,12 @@ from .core.recorder import DOWN, END_REASONS, RESERVED, TIMESERIES_COLUMNS, RunR
 from .core.results import CLASS_CODES
 from .row_text import Column, Constant, Numbers, Ranges, Words, rows_text
 from .text_columns import BLOCK_ROWS, Text, interval_set_cells
+
+native_fit: ModuleType | None
+try:
+    from .core import _lowest_first as native_fit
+except ImportError:  # not built: node_numbers (compiled by mypyc or not) numbers the nodes
+    native_fit = None
 
 SEGMENT_COLUMNS = (
     # Batsim / evalys jobs.csv names
@@ -70,18 +78,43 @@ def pool_placement(start: np.ndarray, end: np.ndarray, nodes: np.ndarray,
     order = np.lexsort((np.arange(len(start)), start))
     start, end = (np.asarray(a, dtype=np.float64)[order] for a in (start, end))
     placed = texts_of(interval_set_cells(*placer_for(total, start, end).place(
-        start.tolist(), np.asarray(nodes, dtype=np.int64)[order].tolist())))
+        start, np.asarray(nodes, dtype=np.int64)[order])))
     text = [""] * len(placed)
     for j, i in enumerate(order.tolist()):
         text[i] = placed[j]
     return text
 
 
-def placer_for(total: int, start: np.ndarray, end: np.ndarray) -> LowestFirst:
+def placer_for(total: int, start: np.ndarray, end: np.ndarray) -> Placer:
     """The fit for segments that will be placed in this (start) order."""
     if bool((end < start).any()):
         raise ValueError("a segment ends before it starts")
-    return LowestFirst(total, end.tolist(), np.argsort(end, kind="stable").tolist())
+    return Placer(total, np.asarray(end, dtype=np.float64), np.argsort(end, kind="stable"))
+
+
+class Placer:
+    """The lowest-first fit of schedd.core.node_numbers, a block of segments at a time:
+    in C without the GIL where schedd/core/_lowest_first.c is built (the same numbers,
+    tests/test_node_numbers_c.py), else node_numbers.LowestFirst."""
+
+    def __init__(self, total: int, ends: np.ndarray, by_end: np.ndarray) -> None:
+        self._native = None if native_fit is None else native_fit.LowestFirst(
+            total, np.ascontiguousarray(ends, dtype=np.float64),
+            np.ascontiguousarray(by_end, dtype=np.int64))
+        self._python = None if self._native is not None else LowestFirst(
+            total, ends.tolist(), by_end.tolist())
+
+    def place(self, starts: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray
+              ) -> tuple[Sequence[int] | np.ndarray, Sequence[int] | np.ndarray]:
+        """The next segments' node ranges, flat, and how many each has (LowestFirst.place)."""
+        start_values = np.asarray(starts, dtype=np.float64)
+        size_values = np.asarray(sizes, dtype=np.int64)
+        if self._python is not None:
+            return self._python.place(start_values.tolist(), size_values.tolist())
+        assert self._native is not None
+        flat, counts = self._native.place(np.ascontiguousarray(start_values),
+                                          np.ascontiguousarray(size_values))
+        return np.frombuffer(flat, np.int64), np.frombuffer(counts, np.int64)
 
 
 def segment_table(rec: RunRecorder, cluster: Cluster,
@@ -185,8 +218,7 @@ def write_segments_csv(path: Path, rec: RunRecorder, cluster: Cluster,
                 resources = Words(block_code[lo:hi], block_resources)
                 partitions = Words(block_code[lo:hi], block_names)
             else:
-                resources = Ranges(*placer.place(t["start"][lo:hi].tolist(),
-                                                 t["nodes"][lo:hi].tolist()))
+                resources = Ranges(*placer.place(t["start"][lo:hi], t["nodes"][lo:hi]))
                 partitions = Constant("")
             columns: list[Column] = [
                 Numbers(t["job"][lo:hi]), Constant(workload),

@@ -193,7 +193,8 @@ def text_cells(texts: Sequence[str]) -> Text:
 
 
 
-def interval_set_cells(flat: Sequence[int], counts: Sequence[int]) -> Text:
+def interval_set_cells(flat: Sequence[int] | np.ndarray, counts: Sequence[int] | np.ndarray
+                       ) -> Text:
     """Segments' node ranges as run_files.interval_set writes them ("0-3 8 10-11"), made for a
     block of segments at once: `flat` holds every range [lo, hi) of the block end to
     end, `counts` how many ranges each segment has (node_numbers.LowestFirst.place)."""

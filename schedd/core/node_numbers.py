@@ -11,6 +11,10 @@ a tuple per range, and the tuple comparisons it brought, were most of the loop's
 Segments end in an order known before any is placed, so the caller sorts the ends once
 (NumPy) and the fit walks that order with a pointer: a heap of pending ends and a dict of
 their ranges by end time took half as long again (KTH: 23 against 15.5 ms).
+
+schedd/core/_lowest_first.c does the same fit in C without the GIL, and run_files.Placer
+uses it where it is built; this module is its reference (tests/test_node_numbers_c.py)
+and the fallback.
 """
 
 from __future__ import annotations
