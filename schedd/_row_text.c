@@ -149,6 +149,28 @@ static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ss
     return 0;
 }
 
+/* Where each row's part of a column's data begins (col->text_starts, n + 1 of them), from
+ * the per-row sizes in col->lengths, none past `available`; -1 with an error set. */
+static int row_starts(column *col, Py_ssize_t n, Py_ssize_t available, const char *too_many) {
+    col->text_starts = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+    if (!col->text_starts) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    const int64_t *sizes = col->lengths.buf;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (sizes[i] < 0 || sizes[i] > available - at) {
+            PyErr_SetString(PyExc_ValueError, too_many);
+            return -1;
+        }
+        col->text_starts[i] = at;
+        at += (Py_ssize_t)sizes[i];
+    }
+    col->text_starts[n] = at;
+    return 0;
+}
+
 /* Reads one column's tuple; returns the most bytes one row of it can take (-1: error). */
 static Py_ssize_t parse_column(PyObject *spec, Py_ssize_t n, column *col) {
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 2) {
@@ -212,22 +234,8 @@ static Py_ssize_t parse_column(PyObject *spec, Py_ssize_t n, column *col) {
         if (get_buffer(PyTuple_GET_ITEM(spec, 2), &col->lengths, 8, n, "lengths") < 0)
             return -1;
         col->has_lengths = 1;
-        col->text_starts = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
-        if (!col->text_starts) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        const int64_t *lengths = col->lengths.buf;
-        Py_ssize_t at = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (lengths[i] < 0 || lengths[i] > col->values.len - at) {
-                PyErr_SetString(PyExc_ValueError, "text lengths exceed its data");
-                return -1;
-            }
-            col->text_starts[i] = at;
-            at += (Py_ssize_t)lengths[i];
-        }
-        col->text_starts[n] = at;
+        if (row_starts(col, n, col->values.len, "text lengths exceed its data") < 0) return -1;
+        Py_ssize_t at = col->text_starts[n];
         if (memchr(col->values.buf, 0, (size_t)at) != NULL) {
             PyErr_SetString(PyExc_ValueError, "a cell of text holds a NUL byte");
             return -1;
@@ -248,23 +256,10 @@ static Py_ssize_t parse_column(PyObject *spec, Py_ssize_t n, column *col) {
         if (get_buffer(PyTuple_GET_ITEM(spec, 2), &col->lengths, 8, n, "counts") < 0)
             return -1;
         col->has_lengths = 1;
-        col->text_starts = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
-        if (!col->text_starts) {
-            PyErr_NoMemory();
+        if (row_starts(col, n, col->values.len / 16, "range counts exceed the pairs given") < 0)
             return -1;
-        }
-        const int64_t *counts = col->lengths.buf;
         const int64_t *pairs = col->values.buf;
-        Py_ssize_t n_pairs = col->values.len / 16, at = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (counts[i] < 0 || counts[i] > n_pairs - at) {
-                PyErr_SetString(PyExc_ValueError, "range counts exceed the pairs given");
-                return -1;
-            }
-            col->text_starts[i] = at;
-            at += (Py_ssize_t)counts[i];
-        }
-        col->text_starts[n] = at;
+        Py_ssize_t at = col->text_starts[n];
         for (Py_ssize_t k = 0; k < at; k++) {
             if (pairs[2 * k] < 0 || pairs[2 * k + 1] <= pairs[2 * k]) {
                 PyErr_SetString(PyExc_ValueError, "a node range is empty or negative");
