@@ -104,9 +104,8 @@ class LowestFirst:
     def place(self, starts: list[float], sizes: list[int]) -> tuple[list[int], list[int]]:
         """The node ranges of the next segments (each starts no earlier than the last):
         all of them as flat ranges, segment after segment, and how many ranges each
-        segment has. (Their text is made a block at a time in NumPy:
-        run_files.interval_set_cells; a string per segment here took a third of this
-        loop.)"""
+        segment has. (Their text is made a block at a time, row_text.Ranges; a string
+        per segment here took a third of this loop.)"""
         free, held, ends, by_end = self.free, self.held, self.ends, self.by_end
         p, last = self.next_end, len(by_end)
         placed = self.placed
