@@ -2,7 +2,9 @@
 (about 1.9x faster simulations, measured in docs/benchmarks.md); schedd/_row_text.c
 formats the result files' rows (schedd/row_text.py), schedd/traces/_whole_numbers.c
 parses SWF rows of whole numbers (schedd/traces/swf.py) and schedd/core/_lowest_first.c
-numbers a node pool's nodes for segments.csv (schedd/run_files.py). The same sources run as plain Python
+numbers a node pool's nodes for segments.csv (schedd/run_files.py), and
+schedd/policies/_easy_plain.c runs the plain-EASY fast path's loop
+(schedd/policies/easy_plain.py). The same sources run as plain Python
 and NumPy: set SCHEDD_PURE_PYTHON=1, or lack a C compiler, and the build skips both.
 Keep these lists in step with COMPILED in the Makefile (edits there trigger a rebuild)."""
 
@@ -51,13 +53,18 @@ class OptionalBuildExt(build_ext):
 
 
 # Hand-written C where no library does the job: the result files' row formatter, the
-# parser of SWF rows of whole numbers and the lowest-first fit of node numbers, each ahead
-# of a Python or NumPy path that stays the reference and the fallback.
-NATIVE = [Extension(name, [source], extra_compile_args=["-O3"]) for name, source in (
-    ("schedd._row_text", "schedd/_row_text.c"),
-    ("schedd.traces._whole_numbers", "schedd/traces/_whole_numbers.c"),
-    ("schedd.core._lowest_first", "schedd/core/_lowest_first.c"),
-)]
+# parser of SWF rows of whole numbers, the lowest-first fit of node numbers and the
+# plain-EASY loop, each ahead of a Python or NumPy path that stays the reference and the
+# fallback.
+# -ffp-contract=off: no multiply and add fused into one rounding, so that every float is
+# the one Python computes.
+NATIVE = [Extension(name, [source], extra_compile_args=["-O3", "-ffp-contract=off"])
+          for name, source in (
+              ("schedd._row_text", "schedd/_row_text.c"),
+              ("schedd.traces._whole_numbers", "schedd/traces/_whole_numbers.c"),
+              ("schedd.core._lowest_first", "schedd/core/_lowest_first.c"),
+              ("schedd.policies._easy_plain", "schedd/policies/_easy_plain.c"),
+          )]
 
 
 def ext_modules():

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable
+from types import ModuleType
 from typing import Final
 
 import numpy as np
@@ -32,6 +33,12 @@ from ..core.recorder import COMPLETED_, KILLED_
 from ..core.results import CLASS_CODES, STATE_CODES
 from ..traces import NormalizedTrace
 from .backfill import IN_EXTRA, NOT_NOW, Easy, backfill_way
+
+native: ModuleType | None
+try:
+    from . import _easy_plain as native
+except ImportError:  # not built: the loop below runs it (compiled by mypyc or not)
+    native = None
 
 INF: Final = float("inf")
 # Shared empty lists, never changed: what a pass returns when it starts nothing.
@@ -113,8 +120,42 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
                    progress: Callable[[int], None] | None = None) -> None:
     """Run every job of `trace` to its end as `Engine.step` with `easy_pass(order)` would,
     and give `engine.results` and `engine.recorder` the rows the engine would have given
-    them; the engine is left at the last instant with its counters."""
+    them; the engine is left at the last instant with its counters. The loop runs in C
+    (schedd/policies/_easy_plain.c) where it is built and nobody waits for progress,
+    else as `_loop` below: the same numbers (tests/test_easy_plain.py)."""
     job = _job_columns(trace.columns)
+    total = engine.cluster.total_nodes
+    # Passes at an instant with arrivals only, after a pass that left the head waiting,
+    # need to try the arrivals alone, under the shadow time and extra nodes that pass
+    # left (`_backfill`'s docstring says why). Exact when a started job's predicted end is
+    # start + walltime, as the pass reckoned it: without setup times.
+    incremental = not bool((job["setup"] > 0.0).any())
+    if native is not None and progress is None:
+        got = native.run(job["submit"], job["nodes"], job["walltime"], job["setup"],
+                         job["target"], total, engine.state.free_nodes, _ORDERS.index(order),
+                         incremental, engine.now)
+        start = np.frombuffer(got[0], np.float64)
+        end = np.frombuffer(got[1], np.float64)
+        backfilled = np.frombuffer(got[2], np.bool_)
+        started = np.frombuffer(got[3], np.int64)
+        ended = np.frombuffer(got[4], np.int64)
+        now, busy, passes = float(got[5]), float(got[6]), int(got[7])
+    else:
+        start, end, backfilled, started, ended, now, busy, passes = _loop(
+            job, total, engine.state.free_nodes, order, incremental, engine.now, progress)
+    engine.adopt_clock(now, busy)
+    engine.stats["passes"] += passes
+    engine.stats["decisions"] += len(started)
+    _record(engine, trace.columns, job, start, end, backfilled, started, ended)
+
+
+def _loop(job: dict[str, np.ndarray], total: int, free: int, order: str, incremental: bool,
+          now: float, progress: Callable[[int], None] | None
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float,
+                     float, int]:
+    """The events of the run, in the engine's order: each row's start and end, whether it
+    was backfilled, the rows in the order they started and ended, the last instant, the
+    busy node-seconds and the passes."""
     submit: list[float] = job["submit"].tolist()
     nodes: list[int] = job["nodes"].tolist()
     walltime: list[float] = job["walltime"].tolist()
@@ -127,8 +168,6 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
     predicted = [0.0] * n
     started: list[int] = []  # rows in the order they started
     ended: list[int] = []  # rows in the order they ended
-    total = engine.cluster.total_nodes
-    free = engine.state.free_nodes
     queue: list[int] = []  # waiting rows, ascending: queue order
     # Running jobs by predicted end: the ends, ascending, and their rows beside them (in
     # any order among equal ends, which the shadow does not depend on).
@@ -137,15 +176,10 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
     ends: list[tuple[float, int, int]] = []  # heap of (end, start order, row)
     passes = steps = 0
     busy = 0.0
-    # Passes at an instant with arrivals only, after a pass that left the head waiting,
-    # need to try the arrivals alone, under the shadow time and extra nodes that pass
-    # left (`_backfill`'s docstring says why). Exact when a started job's predicted end is
-    # start + walltime, as the pass reckoned it: without setup times.
-    incremental = not bool((job["setup"] > 0.0).any())
     waiting = False  # the last pass left the head waiting, and no job ended since
     shadow, extra = INF, 0  # that pass's shadow time, and its extra nodes left unused
     tried = 0  # rows below this had arrived by that pass
-    now = last_t = engine.now
+    last_t = now
     nxt = 0  # the next row to arrive
     while ends or nxt < n:
         t = ends[0][0] if ends else INF
@@ -204,14 +238,10 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
         steps += 1
         if progress is not None and steps % 2048 == 0:
             progress(len(ended))
-    engine.adopt_clock(now, busy)
-    engine.stats["passes"] += passes
-    engine.stats["decisions"] += len(started)
     # fromiter with the type and count: np.array would find both out item by item first.
-    _record(engine, trace.columns, job, np.fromiter(start, np.float64, n),
-            np.fromiter(end, np.float64, n), np.fromiter(backfilled, np.bool_, n),
-            np.fromiter(started, np.int64, len(started)),
-            np.fromiter(ended, np.int64, len(ended)))
+    return (np.fromiter(start, np.float64, n), np.fromiter(end, np.float64, n),
+            np.fromiter(backfilled, np.bool_, n), np.fromiter(started, np.int64, len(started)),
+            np.fromiter(ended, np.int64, len(ended)), now, busy, passes)
 
 
 def _job_columns(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -1,0 +1,8 @@
+"""Types of the plain-EASY loop in C (schedd/policies/_easy_plain.c)."""
+
+from typing_extensions import Buffer
+
+def run(submit: Buffer, nodes: Buffer, walltime: Buffer, setup: Buffer, target: Buffer,
+        total: int, free: int, order: int, incremental: bool, now: float, /
+        ) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray, float, float, int,
+                   int]: ...
