@@ -1,7 +1,7 @@
 """The plain-EASY loop in C (schedd/policies/_easy_plain.c) against the Python loop it
-mirrors (easy_plain._loop, which runs where C is not built and when progress is
-reported): every result, segment, wait, counter and the clock, on random plain workloads
-of every EASY order and on the real traces. test_easy_plain.py holds the fast path,
+mirrors (easy_plain._loop, which runs where C is not built): every result, segment, wait,
+counter, the clock and the progress reports, on random plain workloads of every EASY order
+and on the real traces. test_easy_plain.py holds the fast path,
 whichever loop runs, to the general engine."""
 
 from __future__ import annotations
@@ -60,19 +60,38 @@ def test_the_c_loop_equals_the_python_loop(policy: str, workload, monkeypatch) -
 
 
 @needs_native
-def test_a_run_that_reports_progress_takes_the_python_loop(monkeypatch) -> None:  # noqa: ANN001
+def test_progress_is_reported_as_the_python_loop_reports_it(monkeypatch) -> None:  # noqa: ANN001
+    """Every 2,048 instants, the jobs ended so far: the same reports from both loops (the
+    C loop takes the GIL back for each), and the same results."""
     rows = [{"job_id": i + 1, "submit": 10.0 * i, "runtime": 50.0, "req_procs": 2,
              "procs": 2, "req_time": 60.0} for i in range(5000)]
     trace = trace_of(rows, 8)
     cluster = NodePool(8)
-    seen: list[int] = []
+    by_c: list[int] = []
     calls = counting(monkeypatch)
-    reported = simulate(trace, cluster, make_policy("easy", [], cluster), record=True,
-                        progress=seen.append)
-    assert not calls and seen and seen[-1] == 5000
-    quiet = simulate(trace, cluster, make_policy("easy", [], cluster), record=True)
-    assert calls
-    assert_same_run(quiet, reported)
+    with_c = simulate(trace, cluster, make_policy("easy", [], cluster), record=True,
+                      progress=by_c.append)
+    assert calls and by_c and by_c[-1] == 5000
+    by_python: list[int] = []
+    monkeypatch.setattr(easy_plain, "native", None)
+    in_python = simulate(trace, cluster, make_policy("easy", [], cluster), record=True,
+                         progress=by_python.append)
+    assert by_c == by_python
+    assert_same_run(with_c, in_python)
+
+
+@needs_native
+def test_an_error_of_the_progress_callback_stops_the_run() -> None:
+    rows = [{"job_id": i + 1, "submit": 10.0 * i, "runtime": 50.0, "req_procs": 2,
+             "procs": 2, "req_time": 60.0} for i in range(5000)]
+    trace = trace_of(rows, 8)
+    cluster = NodePool(8)
+
+    def interrupted(done: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        simulate(trace, cluster, make_policy("easy", [], cluster), progress=interrupted)
 
 
 @needs_native

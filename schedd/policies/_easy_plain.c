@@ -1,8 +1,8 @@
 /* The loop of schedd.policies.easy_plain.run_plain_easy in C: EASY on a node pool with no
  * mechanism in use, on row numbers and times only.
  *
- * run(submit, nodes, walltime, setup, target, total, free, order, incremental, now)
- *   -> (start, end, backfilled, started, ended, now, busy, passes, steps)
+ * run(submit, nodes, walltime, setup, target, total, free, order, incremental, now,
+ *     progress) -> (start, end, backfilled, started, ended, now, busy, passes, steps)
  * takes the job columns of easy_plain._job_columns (float64, and int64 nodes), in queue
  * order, and gives what the Python loop gives: each row's start and end (float64, -1 for
  * none), whether it was backfilled (uint8), the rows in the order they started and ended
@@ -11,8 +11,10 @@
  * with -ffp-contract=off, so that no multiply and add are fused), and ties are broken as
  * there: the heap of ends by (end, start order), equal predicted ends by insertion, the
  * best and sjf orders by a stable sort. easy_plain.py is the reference (its loop stays the
- * fallback, and the one that reports progress); tests/test_easy_plain.py compares this
- * with the general engine and with that loop.
+ * fallback); tests/test_easy_plain_c.py compares the two, and tests/test_easy_plain.py
+ * whichever runs with the general engine. Every 2,048 instants, as the Python loop does,
+ * it takes the GIL back to call `progress` (unless None) with the jobs ended so far, and
+ * to let a signal (Ctrl-C) stop the run.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -249,12 +251,13 @@ static PyObject *as_bytes(const void *data, Py_ssize_t size) {
 }
 
 static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *objs[5];
+    PyObject *objs[5], *progress;
     long long total, free_nodes;
     int order, incremental;
     double now;
-    if (!PyArg_ParseTuple(args, "OOOOOLLipd", &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &total, &free_nodes, &order, &incremental, &now))
+    if (!PyArg_ParseTuple(args, "OOOOOLLipdO", &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &total, &free_nodes, &order, &incremental, &now,
+                          &progress))
         return NULL;
     if (order < FIRST || order > SJF) {
         PyErr_SetString(PyExc_ValueError, "order: 0 (first), 1 (best) or 2 (sjf)");
@@ -312,9 +315,9 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
     long long passes = 0, steps = 0;
     double busy = 0.0, last_t = now, shadow = INFINITY, stuck_at = 0.0;
     int64_t extra = 0, idle = s.free;
-    int waiting = 0, stuck = 0;
+    int waiting = 0, stuck = 0, failed = 0;
     Py_ssize_t nxt = 0, tried = 0;
-    Py_BEGIN_ALLOW_THREADS
+    PyThreadState *released = PyEval_SaveThread();
     while (s.heap_len || nxt < n) {
         double t = s.heap_len ? s.heap[0].end : INFINITY;
         if (nxt < n && s.submit[nxt] < t) t = s.submit[nxt];
@@ -388,11 +391,24 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
             break;
         }
         steps++;
+        if (steps % 2048 == 0) { /* as the Python loop reports: with the GIL */
+            PyEval_RestoreThread(released);
+            failed = PyErr_CheckSignals() < 0;
+            if (!failed && progress != Py_None) {
+                PyObject *called = PyObject_CallFunction(progress, "n", s.ended_len);
+                failed = called == NULL;
+                Py_XDECREF(called);
+            }
+            released = PyEval_SaveThread();
+            if (failed) break;
+        }
     }
-    Py_END_ALLOW_THREADS
+    PyEval_RestoreThread(released);
     for (int c = 0; c < 5; c++) PyBuffer_Release(&views[c]);
     PyObject *result = NULL;
-    if (stuck) {
+    if (failed) {
+        /* the callback's exception, or the signal's, is set */
+    } else if (stuck) {
         char *text = PyOS_double_to_string(stuck_at, 'g', 6, 0, NULL);
         if (text) {
             PyErr_Format(PyExc_RuntimeError,
@@ -414,8 +430,8 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"run", run, METH_VARARGS,
-     "run(submit, nodes, walltime, setup, target, total, free, order, incremental, now): "
-     "easy_plain's loop in C (see schedd/policies/_easy_plain.c)."},
+     "run(submit, nodes, walltime, setup, target, total, free, order, incremental, now, "
+     "progress): easy_plain's loop in C (see schedd/policies/_easy_plain.c)."},
     {NULL, NULL, 0, NULL},
 };
 

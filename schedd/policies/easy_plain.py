@@ -121,8 +121,8 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
     """Run every job of `trace` to its end as `Engine.step` with `easy_pass(order)` would,
     and give `engine.results` and `engine.recorder` the rows the engine would have given
     them; the engine is left at the last instant with its counters. The loop runs in C
-    (schedd/policies/_easy_plain.c) where it is built and nobody waits for progress,
-    else as `_loop` below: the same numbers (tests/test_easy_plain.py)."""
+    (schedd/policies/_easy_plain.c) where it is built, else as `_loop` below: the same
+    numbers and the same progress reports (tests/test_easy_plain_c.py)."""
     job = _job_columns(trace.columns)
     total = engine.cluster.total_nodes
     # Passes at an instant with arrivals only, after a pass that left the head waiting,
@@ -130,10 +130,10 @@ def run_plain_easy(engine: Engine, trace: NormalizedTrace, order: str,
     # left (`_backfill`'s docstring says why). Exact when a started job's predicted end is
     # start + walltime, as the pass reckoned it: without setup times.
     incremental = not bool((job["setup"] > 0.0).any())
-    if native is not None and progress is None:
+    if native is not None:
         got = native.run(job["submit"], job["nodes"], job["walltime"], job["setup"],
                          job["target"], total, engine.state.free_nodes, _ORDERS.index(order),
-                         incremental, engine.now)
+                         incremental, engine.now, progress)
         start = np.frombuffer(got[0], np.float64)
         end = np.frombuffer(got[1], np.float64)
         backfilled = np.frombuffer(got[2], np.bool_)
