@@ -188,6 +188,10 @@ static Py_ssize_t parse_column(PyObject *spec, Py_ssize_t n, column *col) {
     case CONSTANT:
         if (PyBytes_AsStringAndSize(first, (char **)&col->constant, &col->constant_length) < 0)
             return -1;
+        if (memchr(col->constant, 0, (size_t)col->constant_length) != NULL) {
+            PyErr_SetString(PyExc_ValueError, "a cell of text holds a NUL byte");
+            return -1;
+        }
         return col->constant_length;
     case WORDS: {
         if (PyTuple_GET_SIZE(spec) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(spec, 2))) {
@@ -210,6 +214,10 @@ static Py_ssize_t parse_column(PyObject *spec, Py_ssize_t n, column *col) {
             if (PyBytes_AsStringAndSize(PyTuple_GET_ITEM(words, w), &text,
                                         &col->word_lengths[w]) < 0)
                 return -1;
+            if (memchr(text, 0, (size_t)col->word_lengths[w]) != NULL) {
+                PyErr_SetString(PyExc_ValueError, "a cell of text holds a NUL byte");
+                return -1;
+            }
             col->words[w] = text;
             if (col->word_lengths[w] > widest) widest = col->word_lengths[w];
         }

@@ -112,4 +112,3 @@ def _cells(column: Column, n: int) -> Cells | Text:
     if isinstance(column, Ranges):
         return interval_set_cells(column.flat, column.counts)
     return column
-

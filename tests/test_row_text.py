@@ -122,6 +122,10 @@ def test_what_the_c_formatter_refuses():
         rows_text([Constant("a")], 1, b"\n")
     with pytest.raises(ValueError, match="NUL"):
         rows_text([Text(np.frombuffer(b"a\0b", np.uint8), np.array([3]))], 1, b",")
+    with pytest.raises(ValueError, match="NUL"):  # as text_columns.string_cells refuses
+        rows_text([Constant("a\0")], 1, b",")
+    with pytest.raises(ValueError, match="NUL"):
+        rows_text([Words(np.array([0]), ("a\0b",))], 1, b",")
     with pytest.raises(IndexError, match="word code 3 of 2"):
         rows_text([Words(np.array([0, 3]), ("a", "b"))], 2, b",")
     with pytest.raises(ValueError, match="rows"):  # a column shorter than the block
