@@ -171,6 +171,27 @@ static int row_starts(column *col, Py_ssize_t n, Py_ssize_t available, const cha
     return 0;
 }
 
+/* A column of (kind, data, sizes): its data in units of `unit` bytes (1 for text, 16 for a
+ * node range's pair), and each row's size in units, none past the data's end
+ * (row_starts); -1 with an error set. */
+static int data_and_sizes(column *col, PyObject *spec, Py_ssize_t n, Py_ssize_t unit,
+                          const char *shape, const char *sizes_name, const char *too_many) {
+    if (PyTuple_GET_SIZE(spec) != 3) {
+        PyErr_SetString(PyExc_TypeError, shape);
+        return -1;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(spec, 1), &col->values, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    col->has_values = 1;
+    if (col->values.len % unit != 0) { /* only pairs can be cut short */
+        PyErr_SetString(PyExc_ValueError, "ranges: pairs of int64 expected");
+        return -1;
+    }
+    if (get_buffer(PyTuple_GET_ITEM(spec, 2), &col->lengths, 8, n, sizes_name) < 0) return -1;
+    col->has_lengths = 1;
+    return row_starts(col, n, col->values.len / unit, too_many);
+}
+
 /* Reads one column's tuple; returns the most bytes one row of it can take (-1: error). */
 static Py_ssize_t parse_column(PyObject *spec, Py_ssize_t n, column *col) {
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 2) {
@@ -233,16 +254,9 @@ static Py_ssize_t parse_column(PyObject *spec, Py_ssize_t n, column *col) {
         return widest;
     }
     case TEXT: {
-        if (PyTuple_GET_SIZE(spec) != 3) {
-            PyErr_SetString(PyExc_TypeError, "text: (4, data, lengths)");
+        if (data_and_sizes(col, spec, n, 1, "text: (4, data, lengths)", "lengths",
+                           "text lengths exceed its data") < 0)
             return -1;
-        }
-        if (PyObject_GetBuffer(first, &col->values, PyBUF_C_CONTIGUOUS) < 0) return -1;
-        col->has_values = 1;
-        if (get_buffer(PyTuple_GET_ITEM(spec, 2), &col->lengths, 8, n, "lengths") < 0)
-            return -1;
-        col->has_lengths = 1;
-        if (row_starts(col, n, col->values.len, "text lengths exceed its data") < 0) return -1;
         Py_ssize_t at = col->text_starts[n];
         if (memchr(col->values.buf, 0, (size_t)at) != NULL) {
             PyErr_SetString(PyExc_ValueError, "a cell of text holds a NUL byte");
@@ -251,20 +265,8 @@ static Py_ssize_t parse_column(PyObject *spec, Py_ssize_t n, column *col) {
         return -2; /* counted by the caller from its total */
     }
     case RANGES: {
-        if (PyTuple_GET_SIZE(spec) != 3) {
-            PyErr_SetString(PyExc_TypeError, "ranges: (5, pairs, counts)");
-            return -1;
-        }
-        if (PyObject_GetBuffer(first, &col->values, PyBUF_C_CONTIGUOUS) < 0) return -1;
-        col->has_values = 1;
-        if (col->values.len % 16 != 0) {
-            PyErr_SetString(PyExc_ValueError, "ranges: pairs of int64 expected");
-            return -1;
-        }
-        if (get_buffer(PyTuple_GET_ITEM(spec, 2), &col->lengths, 8, n, "counts") < 0)
-            return -1;
-        col->has_lengths = 1;
-        if (row_starts(col, n, col->values.len / 16, "range counts exceed the pairs given") < 0)
+        if (data_and_sizes(col, spec, n, 16, "ranges: (5, pairs, counts)", "counts",
+                           "range counts exceed the pairs given") < 0)
             return -1;
         const int64_t *pairs = col->values.buf;
         Py_ssize_t at = col->text_starts[n];

@@ -61,8 +61,9 @@ class Ranges(NamedTuple):
 Column = Numbers | Words | Constant | Ranges | Text
 
 
-def rows_text(columns: Sequence[Column], n: int, sep: bytes) -> bytes:
-    """n rows of the columns' cells, `sep` (one byte) between them, a newline ending each."""
+def rows_text(columns: Sequence[Column], n: int, sep: bytes) -> bytes | bytearray:
+    """n rows of the columns' cells, `sep` (one byte) between them, a newline ending each
+    (bytes from C, a bytearray from NumPy's path: the writers write either as it is)."""
     if len(sep) != 1 or sep in (b"\0", b"\n"):
         raise ValueError(f"separator must be one byte other than NUL and newline: {sep!r}")
     if native is not None and sep[0] < 128:
@@ -74,10 +75,11 @@ def rows_text(columns: Sequence[Column], n: int, sep: bytes) -> bytes:
             specs.append(spec)
         else:
             try:
-                return bytes(native.rows(specs, n, chr(sep[0])))
+                text: bytes = native.rows(specs, n, chr(sep[0]))
+                return text
             except OverflowError:  # a number the C path leaves to Python's formatting
                 pass
-    return bytes(join_rows([_cells(column, n) for column in columns], sep))
+    return join_rows([_cells(column, n) for column in columns], sep)
 
 
 def _spec(column: Column) -> tuple[object, ...] | None:
