@@ -104,6 +104,9 @@ def _run_engine(engine: Engine, trace: NormalizedTrace, check_invariants: bool,
     if "notice_time" in cols:
         for i in np.flatnonzero(cols["notice_time"] >= 0):
             engine.notice(int(cols["job_id"][i]), _notice_of(cols, int(i)))
+    if "cancel_time" in cols:  # cancellations a log recorded, at their times
+        for i in np.flatnonzero(cols["cancel_time"] >= 0):
+            engine.cancel(int(cols["job_id"][i]), at=float(cols["cancel_time"][i]))
     engine.feed(trace.specs())
     if trace.eccs:
         engine.feed_eccs(Ecc(c.job_id, c.time, c.kind, c.amount) for c in trace.eccs)

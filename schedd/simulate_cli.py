@@ -4,6 +4,7 @@ simulator, `schedd.sim`). `add_parser(subparsers)` adds the command, `run(args)`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -37,7 +38,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                      "excerpt of the Lublin 256-node trace)")
     sim.add_argument("--cluster", default=None,
                      help=f"machine: {CLUSTER_FORMS} (default: nodes:<MaxNodes of the trace>)")
-    sim.add_argument("--policy", default="easy", help="policy name (see `schedd policies`)")
+    sim.add_argument("--policy", default=None,
+                     help="policy name (see `schedd policies`; default easy, or slurm with "
+                     "--slurm-conf)")
+    sim.add_argument("--slurm-conf", default=None, metavar="FILE",
+                     help="a slurm.conf: the machine (its nodes and CPUs, partitions) and, "
+                     "unless --policy says otherwise, Slurm's scheduling by it (policy "
+                     "slurm; docs/slurm.md)")
+    sim.add_argument("--slurm-assoc", default=None, metavar="FILE",
+                     help="`sacctmgr --parsable2 show associations` output: accounts, "
+                     "users and their fair-share shares (with --slurm-conf)")
     sim.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                      help="policy option, repeatable")
     sim.add_argument("--seed", type=int, default=0, help="seed of the engine's RNG (failures)")
@@ -88,9 +98,12 @@ def run(args: argparse.Namespace) -> int:
     heap.keep_freed_memory()  # a batch run: reuse freed memory, no page faults for it
     path = args.trace or sample_path()
     raw = read_trace(path, lenient=args.lenient)
-    cluster = parse_cluster(args.cluster) if args.cluster else None
+    slurm = _slurm_setup(args)
+    cluster = slurm.cluster if slurm else (
+        parse_cluster(args.cluster) if args.cluster else None)
     trace = normalize(raw, max_nodes=max_job_nodes(cluster) if cluster else None,
-                      procs_per_node=args.procs_per_node, lenient=args.lenient)
+                      procs_per_node=1 if slurm else args.procs_per_node,
+                      lenient=args.lenient)
     said = procs_per_node_line("schedd", path, raw, trace, args.procs_per_node)
     if said:
         print(said, file=sys.stderr)
@@ -98,14 +111,27 @@ def run(args: argparse.Namespace) -> int:
     if cluster is None:
         cluster = NodePool(trace.max_nodes)
     trace = select(trace, start=args.start, until=args.until, limit=args.limit)
+    jobs = None
+    if slurm:
+        trace, jobs = slurm.prepare(trace)
+        for line in jobs.warnings:
+            print(f"schedd: warning: {line}", file=sys.stderr)
     dropped = drop_line(trace, path)
     unwanted = drop_line(trace, path, selected=False)  # --strict: not what was asked for
     if unwanted and args.strict:
         raise TraceError(f"{unwanted} (--strict)")
     if dropped:
         print(f"schedd: warning: {dropped}", file=sys.stderr)
-    policy = make_policy(args.policy, args.opt, cluster)
+    policy_name = args.policy or ("slurm" if slurm else "easy")
+    policy = make_policy(policy_name, args.opt, cluster)
     engine_options = engine_options_from(args, policy)
+    if slurm and policy_name == "slurm":
+        slurm.bind(policy, jobs)
+        engine_options = dataclasses.replace(engine_options,
+                                             **policy.engine_overrides())  # type: ignore[attr-defined]
+    if slurm:
+        for line in slurm.warnings():
+            print(f"schedd: warning: {line}", file=sys.stderr)
     out = _writable_dir(args.out)
     progress, close = _progress_bar(len(trace), args.no_progress)
     heap.settle(thresholds, collect=False)  # what is loaded is never scanned again
@@ -128,6 +154,24 @@ def run(args: argparse.Namespace) -> int:
         files = "" if args.no_run_files else ", segments.csv, timeseries.csv"
         print(f"wrote {args.out}/jobs.swf, jobs.csv, summary.json{files}")
     return 0
+
+
+def _slurm_setup(args: argparse.Namespace) -> Any:
+    """The machine a --slurm-conf describes (None without one)."""
+    if args.slurm_conf is None:
+        if args.slurm_assoc:
+            raise UsageError("--slurm-assoc needs --slurm-conf")
+        return None
+    if args.cluster:
+        raise UsageError("--cluster and --slurm-conf both name the machine; give one")
+    from .slurm.assoc import AssocError
+    from .slurm.conf import SlurmConfError
+    from .slurm.machine import SlurmSetup
+
+    try:
+        return SlurmSetup.read(args.slurm_conf, args.slurm_assoc)
+    except (SlurmConfError, AssocError) as err:
+        raise UsageError(str(err)) from None
 
 
 def _progress_bar(total: int, disabled: bool) -> tuple[Any, Any]:

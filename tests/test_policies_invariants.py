@@ -52,13 +52,18 @@ SKIPPING = {"delayed-los", "hybrid-los", "delayed-los-e", "hybrid-los-e"}
 # Dedicated-queue variants keep a fitting batch head waiting when starting it would take
 # nodes a future dedicated job needs (DedicatedGuard); tests/test_los.py checks the starts.
 DEDICATED_RESERVING = {"easy-d", "easy-de", "los-d", "los-de"}
-HEAD_MAY_WAIT = PLANNING | SKIPPING | DEDICATED_RESERVING
+# Slurm's emulation starts jobs when its scheduler threads run (a pass after a submission,
+# a job's end, a backfill cycle), not at every instant; tests/test_slurm_policy.py checks
+# its timing instead.
+TIMED = {"slurm"}
+HEAD_MAY_WAIT = PLANNING | SKIPPING | DEDICATED_RESERVING | TIMED
 # EASY over Cobalt's wfp2 order instead of the (submit, id) queue order (rt-hpq: real-time
 # jobs first, each class in wfp2 order): their head is the first job of that order.
 WFP2_ORDERED = {"easy-wfp2", "rt-hpq"}
 # The LOS family packs node counts and refuses partition clusters (all of Table III but
 # easy-e, which is EASY's code).
-POOL_ONLY = {cls.name for cls in TABLE_III if cls is not EasyE}
+# Slurm's emulation runs on node pools and slurm.conf machines (schedd/slurm).
+POOL_ONLY = {cls.name for cls in TABLE_III if cls is not EasyE} | {"slurm"}
 BUILT_IN = sorted(n for n, cls in POLICIES.items()
                   if cls.__module__.startswith("schedd.") and n not in PREEMPTING)
 

@@ -173,7 +173,9 @@ def test_start_written_out_is_still_a_frozen_dataclass():
     s = Start(3, block=2)
     assert (s.job_id, s.nodes, s.block, s.reservation) == (3, None, 2, None)
     assert s == Start(3, None, 2) and hash(s) == hash(Start(3, None, 2)) and s != Start(4)
-    assert [f.name for f in dc.fields(Start)] == ["job_id", "nodes", "block", "reservation"]
-    assert repr(Start(1)) == "Start(job_id=1, nodes=None, block=None, reservation=None)"
+    assert [f.name for f in dc.fields(Start)] == ["job_id", "nodes", "block", "reservation",
+                                                 "place"]
+    assert repr(Start(1)) == ("Start(job_id=1, nodes=None, block=None, reservation=None, "
+                              "place=None)")
     with pytest.raises(dc.FrozenInstanceError):
         s.job_id = 5  # type: ignore[misc]

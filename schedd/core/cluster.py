@@ -23,12 +23,14 @@ class Allocation:
     """Resources held by a job or a reservation.
 
     `block` is the partition index in the cluster's block table (-1 for a node pool);
-    `mask` the bitmask of the resources it uses (0 for a node pool).
+    `mask` the bitmask of the resources it uses (0 for a node pool); `place` the
+    (node, CPUs) pairs it holds on a CPU-node machine (schedd/core/cpu_nodes.py).
     """
 
     nodes: int
     block: int = -1
     mask: int = 0
+    place: tuple[tuple[int, int], ...] = ()
 
     def covers_unit(self, unit: int) -> bool:
         return bool(self.mask >> unit & 1)

@@ -42,15 +42,19 @@ class Start:
     nodes: int | None = None  # malleable jobs: size within [min, max]; rigid: None
     block: int | None = None  # partition clusters: the block index to use
     reservation: str | None = None  # start inside this reservation
+    # CPU-node machines (schedd/core/cpu_nodes.py): the (node, CPUs) pairs to take.
+    place: tuple[tuple[int, int], ...] | None = None
 
     # Written out so that mypyc compiles it (as JobSpec's, job.py): compiled or not, a
     # dataclass's generated __init__ runs interpreted, and EASY builds a Start per job.
     def __init__(self, job_id: int, nodes: int | None = None, block: int | None = None,
-                 reservation: str | None = None) -> None:
+                 reservation: str | None = None,
+                 place: tuple[tuple[int, int], ...] | None = None) -> None:
         object.__setattr__(self, "job_id", job_id)
         object.__setattr__(self, "nodes", nodes)
         object.__setattr__(self, "block", block)
         object.__setattr__(self, "reservation", reservation)
+        object.__setattr__(self, "place", place)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return by_fields(self)

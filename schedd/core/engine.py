@@ -72,8 +72,10 @@ class Engine(_Elastic):
     def elastic(self, ecc: Ecc) -> None:
         self.events.push(max(ecc.time, self.now), EV_ECC, ecc)
 
-    def cancel(self, job_id: int) -> None:
-        self.events.push(self.now, EV_CANCEL, job_id)
+    def cancel(self, job_id: int, at: float | None = None) -> None:
+        """Cancel a job now, or at time `at` (a trace's recorded cancellation): queued,
+        running or not yet submitted, it ends CANCELLED then; a job already done stays."""
+        self.events.push(self.now if at is None else max(at, self.now), EV_CANCEL, job_id)
 
     def checkpoint_done(self, job_id: int) -> None:
         """A job agent reports its preemption checkpoint finished (daemon path)."""
@@ -241,12 +243,18 @@ class Engine(_Elastic):
                 raise DecisionError(f"no reservation named {d.reservation!r}")
             pool = res.sub
         try:
-            alloc = pool.allocate_block(d.block) if d.block is not None else pool.allocate(nodes)
+            if d.place is not None:
+                alloc = self._allocate_place(pool, d.place, nodes, job.id)
+            elif d.block is not None:
+                alloc = pool.allocate_block(d.block)
+            else:
+                alloc = pool.allocate(nodes)
         except ClusterError as err:
             raise DecisionError(f"job {job.id} cannot start: {err}") from None
         if alloc is None:
             where = f"reservation {d.reservation!r}" if d.reservation else "the machine"
-            what = f"block {d.block}" if d.block is not None else f"{nodes} nodes"
+            what = (f"block {d.block}" if d.block is not None else
+                    f"placement {d.place!r}" if d.place is not None else f"{nodes} nodes")
             raise DecisionError(
                 f"job {job.id} cannot start: {what} not available in {where} "
                 f"({pool.free_nodes} nodes free)"
@@ -256,6 +264,17 @@ class Engine(_Elastic):
             raise DecisionError(f"block {d.block} has {alloc.nodes} nodes; job {job.id} "
                                 f"needs {nodes}")
         self._start(x, alloc, nodes, d.reservation, "decision:start")
+
+    def _allocate_place(self, pool: Any, place: tuple[tuple[int, int], ...], nodes: int,
+                        job_id: int) -> Any:
+        """A placement on a CPU-node machine: it must hold at least the job's size."""
+        allocate_place = getattr(pool, "allocate_place", None)
+        if allocate_place is None:
+            raise ClusterError(f"{self.cluster.name} takes no placements")
+        if sum(cpus for _, cpus in place) < nodes:
+            raise ClusterError(f"placement {place!r} holds fewer than the {nodes} CPUs "
+                               f"job {job_id} needs")
+        return allocate_place(place)
 
     def _apply_preempt(self, d: Preempt) -> None:
         x = self._live(d.job_id)

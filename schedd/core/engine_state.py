@@ -225,6 +225,13 @@ class _EngineState:
             x.ckpt_cost = policy.cost(self.cluster.checkpoint_model, job.alloc_nodes,
                                       spec.ckpt_gb_per_node)
             x.interval = policy.interval(job.walltime, x.ckpt_cost, spec.ckpt_interval)
+        period = self.options.walltime_check_s
+        if period > 0.0 and x.work_total > x.target and x.interval is None and x.speed == 1.0:
+            # Killed at the first walltime check at or after the walltime, not at it.
+            phase = self.options.walltime_check_phase_s
+            reached = x.c0 + (x.target - x.work0) + self.options.walltime_grace_s
+            check = phase + math.ceil((reached - phase) / period) * period
+            x.target = min(x.work_total, x.work0 + (check - x.c0))
         self._schedule_finish(x)
 
     def _schedule_finish(self, x: _Exec) -> None:

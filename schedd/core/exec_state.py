@@ -39,6 +39,13 @@ class EngineOptions:
     # A preempted job is requeued with the walltime it has left (its request less the work
     # it keeps), as the real-time authors' simulator does; off: it keeps its request.
     requeue_remaining: bool = False
+    # Walltime enforced by a periodic check, as a resource manager's controller does
+    # (Slurm tests time limits every 30 s): a job past its walltime is killed at the
+    # first check at or after it, checks falling at phase + k x period. 0: killed at
+    # its walltime exactly.
+    walltime_check_s: float = 0.0
+    walltime_check_phase_s: float = 0.0
+    walltime_grace_s: float = 0.0  # past the walltime before a check kills (OverTimeLimit)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return by_fields(self)

@@ -101,7 +101,16 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
                    "(default nodes:256)")
     p.add_argument("--name", default=None,
                    help="cluster name in MQTT topics and metrics (default: from --cluster)")
-    p.add_argument("--policy", default="easy", help="policy name (see `schedd policies`)")
+    p.add_argument("--policy", default=None,
+                   help="policy name (see `schedd policies`; default easy, or slurm with "
+                   "--slurm-conf)")
+    p.add_argument("--slurm-conf", default=None, metavar="FILE",
+                   help="a slurm.conf: the machine (nodes, CPUs, partitions) and, unless "
+                   "--policy says otherwise, Slurm's scheduling by it (docs/slurm.md); "
+                   "replaces --cluster")
+    p.add_argument("--slurm-assoc", default=None, metavar="FILE",
+                   help="`sacctmgr --parsable2 show associations` output for --slurm-conf: "
+                   "accounts, users, fair-share shares")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="policy option, repeatable")
     p.add_argument("--seed", type=_limited("seed", int), default=0,

@@ -99,6 +99,25 @@ def topic_name(cluster: Cluster, name: str | None) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]+", "-", text).strip("-") or "cluster"
 
 
+def _slurm_machine(args: argparse.Namespace) -> Any:
+    """The machine a --slurm-conf describes (None without one); StartupError if it cannot
+    be read or clashes with --cluster."""
+    if not getattr(args, "slurm_conf", None):
+        if getattr(args, "slurm_assoc", None):
+            raise StartupError("--slurm-assoc needs --slurm-conf")
+        return None
+    from ..slurm.assoc import AssocError
+    from ..slurm.conf import SlurmConfError
+    from ..slurm.machine import SlurmSetup
+
+    try:
+        setup = SlurmSetup.read(args.slurm_conf, args.slurm_assoc)
+    except (SlurmConfError, AssocError) as err:
+        raise StartupError(str(err)) from None
+    args.cluster = f"slurm.conf:{args.slurm_conf}"  # what the journal records
+    return setup
+
+
 class Daemon:
     """The assembled daemon; `start()` then `wait()`; `stop()` from a signal or a test."""
 
@@ -116,14 +135,22 @@ class Daemon:
             check_engine_limits(args)
         except ConfigError as err:
             raise StartupError(str(err)) from None
-        self.cluster = parse_cluster(args.cluster)
+        slurm = _slurm_machine(args)
+        self.cluster = slurm.cluster if slurm is not None else parse_cluster(args.cluster)
         self.name = topic_name(self.cluster, args.name)
         external = args.agents == "external"
+        args.policy = args.policy or ("slurm" if slurm is not None else "easy")
         primary = make_policy(args.policy, args.opt, self.cluster)
+        overrides = {}
+        if slurm is not None and args.policy == "slurm":
+            slurm.bind(primary, None)
+            overrides = primary.engine_overrides()  # type: ignore[attr-defined]
+            for line in slurm.warnings():
+                print(f"schedd: warning: {line}", file=sys.stderr)
         self.engine_options: EngineOptions = engine_options_from(
             args, primary, auto_checkpoint_done=not external, keep_finished=True,
             forget_finished_ids=True,
-            checkpoint_timeout_s=args.checkpoint_timeout if external else 0.0)
+            checkpoint_timeout_s=args.checkpoint_timeout if external else 0.0, **overrides)
         fallback = make_policy(args.fallback, [], self.cluster)
         self.settings = Settings(args.cluster, args.policy, list(args.opt), args.seed,
                                  json.loads(json.dumps(asdict(self.engine_options))),
@@ -431,6 +458,7 @@ def serve_main(args: argparse.Namespace) -> int:
             return 2
         shown = {k: v for k, v in vars(args).items() if k not in ("command", "check_config")}
         shown["ckpt"] = daemon.engine_options.checkpoint.periodic  # as the policy resolved it
+        shown["policy"], shown["cluster"] = daemon.args.policy, daemon.args.cluster
         print(json.dumps(shown, indent=2, sort_keys=True, default=str))
         return 0
     try:

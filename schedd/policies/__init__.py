@@ -20,6 +20,8 @@ _BUILT_IN: dict[str, str] = {
     "hybrid-los": "los", "hybrid-los-e": "los", "hybrid": "hybrid", "easy-wfp2": "rt_basic",
     "rt-hpq": "rt_basic", "rt-preempt": "rt_basic", "wcjs": "wcjs",
 }
+# Policies that live outside this package, by module (imported on first use as well).
+_ELSEWHERE: dict[str, str] = {"slurm": "schedd.slurm.policy"}
 
 
 class _Registry(dict):
@@ -31,7 +33,8 @@ class _Registry(dict):
         self._lazy = dict(lazy)
 
     def _load(self, name: str) -> None:
-        module = importlib.import_module(f"{__name__}.{self._lazy[name]}")
+        where = self._lazy[name]
+        module = importlib.import_module(where if "." in where else f"{__name__}.{where}")
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, Policy) \
                     and value.__dict__.get("name") in self._lazy:
@@ -87,7 +90,7 @@ class _Registry(dict):
         dict.clear(self)
 
 
-POLICIES: dict[str, type[Policy]] = _Registry(_BUILT_IN)
+POLICIES: dict[str, type[Policy]] = _Registry({**_BUILT_IN, **_ELSEWHERE})
 
 
 def register(cls: type[Policy]) -> type[Policy]:

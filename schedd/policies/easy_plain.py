@@ -106,6 +106,8 @@ def _plain_columns(cols: dict[str, np.ndarray], total: int, periodic: str) -> bo
         return False
     if (cols["req_start"] >= 0).any():
         return False
+    if "cancel_time" in cols and (cols["cancel_time"] >= 0).any():
+        return False  # recorded cancellations: the engine's events
     # Periodic checkpoints: `_begin_segment` models none for a job that is not
     # checkpointable, or under "none", or under "trace" without an interval of its own
     # (its test, `ckpt_interval <= 0`, taken as it is: a NaN interval is not "none").

@@ -1,0 +1,782 @@
+"""`slurm`: Slurm 22.05's scheduling, driven by a slurm.conf, as a policy on a CPU-node
+machine.
+
+What runs when, as in slurmctld (docs/slurm.md has the sources, line by line):
+
+* **At submission**: a batch job only asks for a main-scheduler pass
+  (`queue_job_scheduler`); sbatch's `job_allocate` runs with allocate == 0, a test only.
+  With option `interactive` (salloc, srun) a job that is eligible and has the top
+  priority (no pending, runnable job with a higher one in its partition, or in an
+  overlapping partition of a higher tier) starts at once if its nodes are free
+  (SchedSubmit).
+* **Main scheduler** (`_schedule`): pending jobs in priority order; a job that cannot
+  start fails its partition, whose nodes no later job of the pass may use. It runs when a
+  job ends (the epilog, at once, `default_queue_depth` jobs deep), on the background
+  thread's one-second tick when a pass was asked for and `batch_sched_delay` seconds have
+  passed since its last one, and over the whole queue every `sched_interval` seconds.
+* **Backfill** (sched/backfill, `_attempt_backfill`): every `bf_interval` seconds after the
+  previous cycle, if anything changed since (otherwise at the first one-second poll after
+  a change). Jobs in priority order, up to `bf_max_job_test` tested: each finds the
+  earliest start the will-run test gives (select.py) on nodes not reserved for an
+  earlier job over its whole time limit; starts now if it can, else reserves its nodes
+  from that start, both rounded down to `bf_resolution`, if within `bf_window`.
+* **Priorities**: priority/basic in submission order; multifactor set at submission and
+  recomputed, with decayed usage and fair-share, every PriorityCalcPeriod.
+* **Time limits**: checked every 30 s (PERIODIC_TIMEOUT): the engine kills a job at the
+  first check at or after its limit plus OverTimeLimit (EngineOptions).
+
+Slurm's periodic timers run from slurmctld's start, which a log does not record: option
+`boot` says how many seconds before the trace's time 0 it was (default 0). Within one
+second, the policy handles job ends (with their epilog pass), then submissions, then the
+background tick, then a backfill cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import insort
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.cluster import Cluster, NodePool
+from ..core.cpu_nodes import CpuNodes
+from ..core.decisions import Decision, Start, WakeAt
+from ..core.job import Job, JobClass, JobState
+from ..core.view import View
+from ..policies.base import Policy, PolicyError
+from . import fairshare
+from .assoc import Assoc, AssocError, Associations, read_associations
+from .conf import Partition, SlurmConf, SlurmConfError, read_slurm_conf
+from .jobs import AFTERNOTOK, AFTEROK, SlurmJob, default_job
+from .priority import PriorityModel
+from .select import Nodes, Placement, Request, Running, will_run
+
+YEAR = 365 * 86400.0
+
+
+def _by_end(run: Running) -> float:
+    return run.end
+
+
+PERIODIC_TIMEOUT = 30.0  # slurmctld.h: time limits are checked this often (s)
+_SUBMIT, _MAIN, _BACKFILL = "submit", "main", "backfill"
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    conf: str = field(default="", metadata={
+        "help": "slurm.conf to schedule by (schedd simulate --slurm-conf sets it)"})
+    assoc: str = field(default="", metadata={
+        "help": "sacctmgr --parsable2 show associations output: accounts, users, shares"})
+    interactive: bool = field(default=False, metadata={
+        "help": "jobs are interactive allocations (salloc, srun): one with the top "
+                "priority starts at its submission if its nodes are free (sbatch jobs "
+                "never do)"})
+    epilog: float = field(default=0.0, metadata={
+        "help": "seconds from a job's end to its nodes' release, when the epilog-complete "
+                "message reaches slurmctld and its main scheduler runs"})
+    epoch: float = field(default=0.0, metadata={
+        "help": "Unix time of the trace's time 0 (its UnixStartTime; simulate sets it): "
+                "Slurm rounds backfill times to multiples of Unix time"})
+    boot: float = field(default=0.0, metadata={
+        "help": "seconds before time 0 at which slurmctld started: the phase of its "
+                "periodic timers (background passes, decay, time-limit checks, backfill)"})
+
+
+def default_conf(cluster: Cluster) -> SlurmConf:
+    """Slurm's defaults on a machine that has no slurm.conf: its nodes in one partition."""
+    if isinstance(cluster, CpuNodes):
+        cpus, names = cluster.cpus, cluster.node_names
+    else:
+        cpus = (1,) * cluster.total_nodes
+        names = tuple(f"n{i + 1}" for i in range(cluster.total_nodes))
+    nodes = tuple(range(len(cpus)))
+    return SlurmConf("(defaults)", names, tuple(cpus),
+                     (Partition("batch", nodes, default=True),), cluster_name=cluster.name)
+
+
+class _Pending:
+    __slots__ = ("id", "job", "sj", "assoc", "prio", "eligible", "never", "seq")
+
+    def __init__(self, job: Job, sj: SlurmJob, assoc: Assoc | None, seq: int):
+        self.id = job.id
+        self.job = job
+        self.sj = sj
+        self.assoc = assoc
+        self.prio = 0
+        self.eligible: float | None = None  # when it became eligible (begin time)
+        self.never = False  # its dependency can never be met
+        self.seq = seq
+
+
+class _Run:
+    __slots__ = ("id", "job", "sj", "assoc", "at", "start", "end")
+
+    def __init__(self, p: _Pending, at: Placement, start: float):
+        self.id = p.id
+        self.job = p.job
+        self.sj = p.sj
+        self.assoc = p.assoc
+        self.at = at
+        self.start = start
+        limit = p.sj.time_limit if p.sj.time_limit != math.inf else YEAR
+        self.end = start + limit  # Slurm's end_time
+
+
+class SlurmPolicy(Policy):
+    name = "slurm"
+    summary = ("Slurm 22.05 from its slurm.conf: priority/basic or multifactor with Fair "
+               "Tree fair-share, the main scheduler and sched/backfill (docs/slurm.md)")
+    Options = SlurmOptions
+    processes_eccs = False
+
+    def __init__(self, options: SlurmOptions, cluster: Cluster):
+        super().__init__(options, cluster)
+        self.conf: SlurmConf | None = None
+        self.assocs: Associations | None = None
+        self.table: dict[int, SlurmJob] = {}
+        self.started_by: dict[int, str] = {}
+        self.watched: set[int] = set()  # jobs some job depends on
+        self.counts = {_SUBMIT: 0, _MAIN: 0, _BACKFILL: 0, "main_passes": 0,
+                       "backfill_cycles": 0, "decay_runs": 0}
+
+    # -- configuration -------------------------------------------------------------
+    def configure(self, conf: SlurmConf, assocs: Associations | None = None,
+                  table: dict[int, SlurmJob] | None = None) -> None:
+        self.conf = conf
+        self.assocs = assocs if assocs is not None else Associations.flat()
+        if table is not None:
+            self.table = table
+        self._setup()
+        self.watched = {sj.dep_on for sj in self.table.values() if sj.dep_kind}
+
+    def _load(self) -> None:
+        """The slurm.conf named by option `conf`, or, without one, Slurm's defaults on this
+        machine: one partition of every node, sched/backfill, priority/basic."""
+        opts = self.options
+        try:
+            conf = read_slurm_conf(opts.conf) if opts.conf else default_conf(self.cluster)
+            assocs = read_associations(opts.assoc) if opts.assoc else None
+        except (SlurmConfError, AssocError) as err:
+            raise PolicyError(str(err)) from None
+        self.configure(conf, assocs)
+
+    def _setup(self) -> None:
+        conf = self.conf
+        assert conf is not None
+        cluster = self.cluster
+        if isinstance(cluster, CpuNodes):
+            if tuple(cluster.cpus) != tuple(conf.node_cpus):
+                raise PolicyError(f"policy slurm: the machine ({cluster.describe()}) is not "
+                                  f"the one {conf.path} describes")
+            self.placed = True
+        elif isinstance(cluster, NodePool) and set(conf.node_cpus) == {1} \
+                and len(conf.node_cpus) == cluster.total_nodes:
+            self.placed = False  # a node pool takes a count: one CPU per node
+        else:
+            raise PolicyError(f"policy slurm runs on a node pool or the machine of a "
+                              f"slurm.conf (--slurm-conf), not on {cluster.name}")
+        self.sched = conf.sched
+        self.prio_model = PriorityModel(conf)
+        self.nodes = Nodes(list(conf.node_cpus))
+        self.all_mask = (1 << len(conf.node_cpus)) - 1
+        self.part_masks = []
+        for part in conf.partitions:
+            mask = 0
+            for node in part.nodes:
+                mask |= 1 << node
+            self.part_masks.append(mask)
+        self.pending: dict[int, _Pending] = {}
+        self.running: dict[int, _Run] = {}
+        # Jobs that ended, holding their nodes until their epilog completes.
+        self.releasing: list[tuple[float, _Run]] = []
+        self.epilog = float(self.options.epilog)
+        self.finished: dict[int, tuple[JobState, float]] = {}  # dependency targets
+        self.last_seen: tuple[float, int] = (-math.inf, -1)
+        self.seq = 0
+        # The controller has been up since before time 0: its threads are in their
+        # steady state, their periodic timers in phase with `boot` seconds before it.
+        phase = -float(self.options.boot)
+        # Background thread: pass requests, its last pass, its last full pass.
+        self.sched_requests = 0
+        self.last_sched = -math.inf
+        interval = conf.sched.sched_interval
+        self.last_full = (phase - interval * math.ceil(phase / interval)
+                          if interval > 0 else -math.inf)  # the last full pass <= 0
+        self.main_dirty = False
+        # Backfill agent: its last cycle, the first update since, and whether anything
+        # changed since the last cycle we computed.
+        self.bf_last = -math.inf
+        self.bf_update: float | None = None
+        self.bf_changed = False
+        self.bf_estimates = False
+        # Decay thread (multifactor): runs at phase + k x PriorityCalcPeriod.
+        self.multifactor = conf.priority.multifactor
+        self.decay_f = fairshare.decay_factor(conf.priority.decay_half_life)
+        self.calc = max(conf.priority.calc_period, 1.0)
+        self.next_decay = phase + self.calc * math.ceil(-phase / self.calc)
+        self.g_last_ran = self.next_decay - self.calc
+        self.fair_tree = conf.priority.fair_tree
+        self.fs_stale = False  # usage charged since the last ranking
+        self._recompute_fairshare()
+
+    def engine_overrides(self) -> dict[str, float]:
+        """EngineOptions this policy needs: time limits enforced as slurmctld does."""
+        conf = self.conf
+        assert conf is not None
+        grace = conf.over_time_limit * 60.0 if conf.over_time_limit != math.inf else YEAR
+        return {"walltime_check_s": PERIODIC_TIMEOUT,
+                "walltime_check_phase_s": -float(self.options.boot),
+                "walltime_grace_s": grace}
+
+    def stats(self) -> dict[str, int]:
+        return dict(self.counts)
+
+    # -- one instant -------------------------------------------------------------------
+    def schedule(self, view: View) -> list[Decision]:
+        if self.conf is None:
+            self._load()
+        now = view.now
+        decisions: list[Decision] = []
+        self._catch_up_backfill(now)
+        self._run_decay(now)  # jobs that end now ran until now: charged first
+        ended = self._observe_ends(now)
+        cancelled = self._observe_cancellations()
+        submitted = self._observe_submissions(view, now)
+        if ended or submitted or cancelled:
+            self._update(now)
+        self._begin_times(now)
+        for run in ended:
+            self._job_ended(run, now)
+        released = self._release(now)
+        if released and not self.sched.defer:
+            self._main_pass(now, False, decisions)  # the epilog's schedule()
+        elif released:
+            self.sched_requests += 1
+        for p in submitted:
+            self._submitted(p, now, decisions)
+        self._background(now, decisions)
+        if self.sched.backfill:
+            self._maybe_backfill(now, decisions)
+        self._wake(now, decisions)
+        return decisions
+
+    # -- what happened since the last instant -------------------------------------------
+    def _observe_ends(self, now: float) -> list[_Run]:
+        out = []
+        for run in list(self.running.values()):
+            state = run.job.state
+            if state is JobState.RUNNING or state is JobState.CHECKPOINTING:
+                continue
+            del self.running[run.id]
+            self.releasing.append((now + self.epilog, run))
+            out.append(run)
+        return out
+
+    def _release(self, now: float) -> bool:
+        """Give back the nodes of jobs whose epilog is done by now (epilog_complete)."""
+        done = [item for item in self.releasing if item[0] <= now]
+        if not done:
+            return False
+        self.releasing = [item for item in self.releasing if item[0] > now]
+        for _, run in done:
+            self.nodes.give(run.at)
+        self._update(now)
+        return True
+
+    def _observe_submissions(self, view: View, now: float) -> list[_Pending]:
+        queue = view.queue
+        new: list[Job] = []
+        last = self.last_seen
+        for i in range(len(queue) - 1, -1, -1):
+            job = queue[i]
+            key = (job.submit, job.id)
+            if key <= last:
+                break
+            if job.id not in self.pending and job.id not in self.running:
+                new.append(job)
+        if len(queue) != len(self.pending) + len(new):
+            # A job arrived out of submit order (a late gRPC submission): look at all.
+            new = [job for job in queue if job.id not in self.pending]
+            new.reverse()
+        if not new:
+            return []
+        new.reverse()
+        self.last_seen = max(last, max((job.submit, job.id) for job in new))
+        out = []
+        for job in new:
+            sj = self.table.get(job.id)
+            if sj is None:
+                sj = default_job(self.conf, job.nodes, job.walltime,  # type: ignore[arg-type]
+                                 job.user)
+            assoc = self._assoc_of(sj)
+            self.seq += 1
+            p = _Pending(job, sj, assoc, self.seq)
+            p.prio = self._set_priority(p, now, True)  # set_job_prio, at its creation
+            self.pending[job.id] = p
+            if sj.dep_kind and sj.dep_on >= 0:
+                self.watched.add(sj.dep_on)
+            out.append(p)
+        return out
+
+    def _observe_cancellations(self) -> bool:
+        gone = [p for p in self.pending.values() if p.job.state is JobState.CANCELLED]
+        for p in gone:
+            del self.pending[p.id]
+            if p.id in self.watched:
+                self.finished[p.id] = (JobState.CANCELLED, p.job.end_time)
+        return bool(gone)
+
+    def _assoc_of(self, sj: SlurmJob) -> Assoc | None:
+        assocs = self.assocs
+        if assocs is None:
+            return None
+        account = sj.account or assocs.default_account(sj.user) or "root"
+        return assocs.charged(account, sj.user)
+
+    def _update(self, now: float) -> None:
+        """Something changed (Slurm's last_job_update): the backfill agent has work."""
+        if self.bf_update is None:
+            self.bf_update = now
+        self.bf_changed = True
+        self.main_dirty = True
+
+    # -- job lifecycle --------------------------------------------------------------
+    def _job_ended(self, run: _Run, now: float) -> None:
+        if self.multifactor and run.assoc is not None:
+            start = max(run.start, self.g_last_ran)
+            end = min(now, run.job.end_time if run.job.end_time >= 0 else now)
+            fairshare.charge(run.assoc, run.sj.cpus, end - start, self.decay_f)
+            self.fs_stale = True
+        if run.id in self.watched:
+            self.finished[run.id] = (run.job.state, now)
+
+    def _dependency_met(self, p: _Pending, now: float) -> bool | None:
+        """True when met, False while waiting, None when it never will be."""
+        kind = p.sj.dep_kind
+        if not kind:
+            return True
+        target = p.sj.dep_on
+        done = self.finished.get(target)
+        if done is None:  # waiting, or a job the trace does not hold: nothing to wait for
+            return not (target in self.pending or target in self.running)
+        state = done[0]
+        ok = state is JobState.COMPLETED
+        if kind == AFTEROK:
+            return True if ok else None
+        if kind == AFTERNOTOK:
+            return None if ok else True
+        return True  # AFTERANY
+
+    def _runnable(self, p: _Pending, now: float) -> bool:
+        """Eligible now: its begin time has come and its dependency is met (setting the
+        eligible time the first time, as job_independent does)."""
+        if p.never:
+            return False
+        if p.eligible is not None:
+            return True
+        if p.sj.begin > now:
+            return False
+        if p.job.job_class is JobClass.DEDICATED and p.job.requested_start > now:
+            return False  # a dedicated job: not before its requested start (a --begin)
+        met = self._dependency_met(p, now)
+        if met is None:
+            p.never = True
+            return False
+        if not met:
+            return False
+        p.eligible = now
+        return True
+
+    def _begin_times(self, now: float) -> None:
+        for p in self.pending.values():
+            if p.eligible is None and not p.sj.dep_kind and self._runnable(p, now):
+                self._update(now)  # a begin time came: the schedulers have news
+
+    # -- priorities -----------------------------------------------------------------
+    def _set_priority(self, p: _Pending, now: float, at_submit: bool) -> int:
+        if not self.multifactor:
+            return -p.seq  # priority/basic: each job one lower than the one before
+        eligible = None if at_submit else p.eligible
+        return self.prio_model.priority(p.sj, p.assoc, eligible, now)
+
+    def _recompute_fairshare(self) -> None:
+        if self.assocs is None or not self.multifactor:
+            return
+        if self.fair_tree:
+            fairshare.fair_tree(self.assocs)
+        else:
+            fairshare.classic(self.assocs)
+
+    def _run_decay(self, now: float) -> None:
+        """The decay thread's runs due by now: decay usage, charge running jobs, rank
+        fair-share and recompute pending jobs' priorities (fair_tree_decay)."""
+        if not self.multifactor:
+            return
+        assocs = self.assocs
+        while self.next_decay <= now:
+            tick = self.next_decay
+            if not self.pending and not self.running and not self.fs_stale:
+                # Idle runs only decay every usage alike, which leaves the ranking as it
+                # is: all of them at once (f ** a x f ** b = f ** (a + b)).
+                ticks = math.floor((now - tick) / self.calc)
+                tick += ticks * self.calc
+            self.next_decay = tick + self.calc
+            delta = tick - self.g_last_ran
+            if assocs is not None:
+                fairshare.decay(assocs, self.decay_f, delta)
+                for run in self.running.values():
+                    if run.assoc is not None:
+                        fairshare.charge(run.assoc, run.sj.cpus,
+                                         tick - max(run.start, self.g_last_ran), self.decay_f)
+            self.g_last_ran = tick
+            if not self.pending and not self.running and not self.fs_stale:
+                continue
+            self.counts["decay_runs"] += 1
+            self.fs_stale = False
+            self._recompute_fairshare()
+            changed = False
+            for p in self.pending.values():
+                self._runnable(p, tick)
+                prio = self.prio_model.priority(p.sj, p.assoc, p.eligible, tick)
+                if prio != p.prio:
+                    p.prio = prio
+                    changed = True
+            if changed:
+                self._update(tick)
+
+    # -- submission ---------------------------------------------------------------------
+    def _submitted(self, p: _Pending, now: float, decisions: list[Decision]) -> None:
+        self.sched_requests += 1
+        self._runnable(p, now)  # eligible from now, unless it waits on a dependency
+        # A batch job (sbatch) is never started by its submission: job_allocate tests it
+        # only (allocate == 0). Interactive allocations (salloc, srun) are, when on top.
+        if not self.options.interactive or self.sched.defer or p.eligible is None:
+            return
+        if not self._top_priority(p, now):
+            return
+        place = self.nodes.place(self._request(p.sj), self.part_masks[p.sj.partition])
+        if place is not None:
+            self._start(p, place, now, _SUBMIT, decisions)
+
+    def _top_priority(self, p: _Pending, now: float) -> bool:
+        part = self.conf.partitions[p.sj.partition]  # type: ignore[union-attr]
+        mask = self.part_masks[p.sj.partition]
+        for q in self.pending.values():
+            if q is p or not self._runnable(q, now):
+                continue
+            if q.sj.partition == p.sj.partition:
+                if q.prio > p.prio:
+                    return False
+                continue
+            if not self.part_masks[q.sj.partition] & mask:
+                continue
+            qpart = self.conf.partitions[q.sj.partition]  # type: ignore[union-attr]
+            if qpart.priority_tier > part.priority_tier or (
+                    qpart.priority_tier == part.priority_tier and q.prio > p.prio):
+                return False
+        return True
+
+    @staticmethod
+    def _request(sj: SlurmJob) -> Request:
+        return Request(sj.cpus if not sj.exclusive else sj.min_nodes, sj.min_nodes,
+                       sj.max_nodes, sj.exclusive)
+
+    def _start(self, p: _Pending, at: Placement, now: float, how: str,
+               decisions: list[Decision]) -> _Run:
+        self.nodes.take(at)
+        del self.pending[p.id]
+        run = _Run(p, at, now)
+        self.running[p.id] = run
+        decisions.append(Start(p.id, place=at.place(self.nodes.total)) if self.placed
+                         else Start(p.id))
+        self.started_by[p.id] = how
+        self.counts[how] += 1
+        self._update(now)
+        return run
+
+    # -- the main scheduler ----------------------------------------------------------
+    def _queue(self, now: float) -> list[_Pending]:
+        """Runnable pending jobs in Slurm's order: partition tier, priority, submit time,
+        job id (sort_job_queue2)."""
+        parts = self.conf.partitions  # type: ignore[union-attr]
+        ready = [p for p in self.pending.values() if self._runnable(p, now)
+                 and parts[p.sj.partition].up]
+        ready.sort(key=lambda p: (-parts[p.sj.partition].priority_tier, -p.prio,
+                                  p.job.submit, p.id))
+        return ready
+
+    def _main_pass(self, now: float, full: bool, decisions: list[Decision]) -> None:
+        self.counts["main_passes"] += 1
+        sched = self.sched
+        avail = self.all_mask
+        failed: set[int] = set()
+        depth = 0
+        started = 0
+        part_jobs: dict[int, int] = {}
+        for p in self._queue(now):
+            if sched.sched_max_job_start and started >= sched.sched_max_job_start:
+                break
+            part = p.sj.partition
+            if sched.partition_job_depth:
+                part_jobs[part] = part_jobs.get(part, 0) + 1
+                if part_jobs[part] > sched.partition_job_depth:
+                    continue
+            if not full:
+                if depth > sched.default_queue_depth:
+                    break
+                depth += 1
+            if part in failed:
+                continue
+            usable = avail & self.part_masks[part]
+            place = None
+            if usable.bit_count() >= p.sj.min_nodes:
+                place = self.nodes.place(self._request(p.sj), usable)
+            if place is not None:
+                self._start(p, place, now, _MAIN, decisions)
+                started += 1
+                continue
+            # The job cannot start: no later job may use this partition's nodes.
+            failed.add(part)
+            avail &= ~self.part_masks[part]
+        self.main_dirty = False
+
+    def _background(self, now: float, decisions: list[Decision]) -> None:
+        """The background thread's tick at `now` (and the full passes it ran before it)."""
+        interval = self.sched.sched_interval
+        if interval > 0:
+            while self.last_full + interval < now:
+                # A full pass we did not need to compute: nothing changed since the last.
+                self.last_full += interval
+                self.last_sched = self.last_full
+                self.sched_requests = 0
+            if self.last_full + interval <= now:
+                self.last_full += interval
+                self.last_sched = now
+                requested = self.sched_requests
+                self.sched_requests = 0
+                if self.main_dirty or requested:
+                    self._main_pass(now, True, decisions)
+                return
+        if self.sched_requests and now - self.last_sched >= self.sched.batch_sched_delay:
+            self.sched_requests = 0
+            self.last_sched = now
+            self._main_pass(now, False, decisions)
+
+    # -- backfill ---------------------------------------------------------------------
+    def _bf_next(self) -> float | None:
+        if self.bf_update is None:
+            return None
+        return max(self.bf_last + self.sched.bf_interval, self.bf_update)
+
+    def _catch_up_backfill(self, now: float) -> None:
+        """Cycles the agent ran before `now` with nothing new to find: keep their times."""
+        interval = self.sched.bf_interval
+        while True:
+            nxt = self._bf_next()
+            if nxt is None or nxt >= now:
+                return
+            if self.bf_changed:
+                return  # a cycle with news before now would have been computed
+            if self.bf_estimates:
+                # It sets the same estimates again (an update): one per interval.
+                steps = math.floor((now - 1e-9 - nxt) / interval)
+                self.bf_last = nxt + steps * interval
+                self.bf_update = self.bf_last
+            else:
+                self.bf_last = nxt
+                self.bf_update = None
+
+    def _maybe_backfill(self, now: float, decisions: list[Decision]) -> None:
+        nxt = self._bf_next()
+        if nxt is None or nxt > now:
+            return
+        if not self.bf_changed:
+            self._catch_up_backfill(now + 1)
+            return
+        self._backfill(now, decisions)
+
+    def _backfill(self, now: float, decisions: list[Decision]) -> None:
+        self.counts["backfill_cycles"] += 1
+        sched = self.sched
+        res = max(sched.bf_resolution, 1)
+        window = sched.bf_window
+        # The node-space map: (begin, end, available nodes), sorted and contiguous.
+        floor = self._floor
+        slots: list[list[Any]] = [[floor(now, res), floor(now + window, res), self.all_mask]]
+        queue = self._queue(now)
+        self.bf_last = now
+        self.bf_update = None
+        self.bf_changed = False
+        estimates = False
+        tried = 0
+        started = 0
+        running = self._running_view(now)
+        for p in queue:
+            if tried >= sched.bf_max_job_test:
+                break
+            if p.id not in self.pending:
+                continue
+            sj = p.sj
+            part = self.conf.partitions[sj.partition]  # type: ignore[union-attr]
+            limit = min(sj.time_limit, part.max_time)
+            limit = YEAR if limit == math.inf else limit
+            no_reserve = self._no_reserve(p, now)
+            req = self._request(sj)
+            start_res = now
+            counted = False
+            while True:
+                end_time = max(start_res, now) + limit
+                base = self.part_masks[sj.partition]
+                avail = base
+                later = 0.0
+                for j, (sb, se, smask) in enumerate(slots):
+                    if se > start_res and j + 1 < len(slots) and later == 0.0:
+                        nxt_mask = base & slots[j + 1][2]
+                        cur_mask = avail & smask
+                        if nxt_mask & ~cur_mask:
+                            later = se
+                    if se <= start_res:
+                        continue
+                    if sb <= end_time:
+                        avail &= smask
+                    else:
+                        break
+                if avail.bit_count() < sj.min_nodes:
+                    if later and not no_reserve:
+                        start_res = later
+                        continue
+                    break
+                if not counted:
+                    counted = True
+                    tried += 1
+                found = will_run(self.nodes, avail, req, running, now,
+                                 sched.bf_window_scale, now_only=no_reserve,
+                                 epoch=self.options.epoch)
+                if found is None:
+                    if later and not no_reserve:
+                        start_res = later
+                        continue
+                    break
+                start, place = found
+                start = max(start, start_res)
+                if start <= now:
+                    run = self._start(p, place, now, _BACKFILL, decisions)
+                    insort(running, self._running_of(run, now), key=_by_end)
+                    started += 1
+                    if sj.exclusive:  # _bf_reserve_running: whole nodes until its end
+                        self._reserve(slots, slots[0][0], floor(run.end, res),
+                                      run.at.mask, res)
+                    break
+                estimates = True
+                if no_reserve:
+                    break
+                if later and start > later:
+                    start_res = later
+                    continue
+                if start > now + window:
+                    break
+                s0 = floor(start, res)
+                e0 = floor(start + limit, res)
+                mask = place.mask
+                if start > now and self._overlaps(slots, mask, s0, e0):
+                    if start <= start_res:
+                        break  # no later start to try (Slurm would spin to bf_max_time)
+                    start_res = start
+                    continue
+                self._reserve(slots, s0, e0, mask, res)
+                break
+            if sched.bf_max_job_start and started >= sched.bf_max_job_start:
+                break
+        self.bf_estimates = estimates or started > 0
+        if self.bf_estimates:
+            self.bf_update = now
+
+    def _floor(self, t: float, res: int) -> float:
+        """t rounded down to a multiple of `res` seconds of Unix time, as Slurm rounds its
+        backfill map (time_t values, so the trace's epoch matters)."""
+        epoch = self.options.epoch
+        return ((t + epoch) // res) * res - epoch
+
+    def _no_reserve(self, p: _Pending, now: float) -> bool:
+        sched = self.sched
+        if sched.bf_min_prio_reserve and p.prio < sched.bf_min_prio_reserve:
+            return True
+        return bool(sched.bf_min_age_reserve and p.eligible is not None
+                    and now - p.eligible < sched.bf_min_age_reserve)
+
+    def _running_view(self, now: float) -> list[Running]:
+        """Running jobs in order of expected end (the will-run test's order)."""
+        out = [self._running_of(run, now) for run in self.running.values()]
+        out.sort(key=_by_end)
+        return out
+
+    def _running_of(self, run: _Run, now: float) -> Running:
+        conf = self.conf
+        assert conf is not None
+        over = conf.partitions[run.sj.partition].over_time_limit
+        over = conf.over_time_limit if over is None else over
+        if over == 0:
+            guess = run.end + conf.kill_wait
+        elif over == math.inf:
+            guess = now + run.sj.time_limit if run.sj.time_limit != math.inf else now + YEAR
+        else:
+            guess = run.end + conf.kill_wait + over * 60
+        if guess <= now:
+            guess = now + 1
+        return Running(run.end, run.at, guess)
+
+    @staticmethod
+    def _overlaps(slots: list[list[Any]], mask: int, start: float, end: float) -> bool:
+        return any(se > start and sb < end and mask & ~smask for sb, se, smask in slots)
+
+    @staticmethod
+    def _reserve(slots: list[list[Any]], start: float, end: float, mask: int,
+                 res: int) -> None:
+        """_add_reservation: take `mask` off the map over [start, end)."""
+        start = max(start, slots[0][0])
+        if end < start + res:
+            end = start + res
+        i = 0
+        while i < len(slots) and slots[i][1] <= start:
+            i += 1
+        if i == len(slots):
+            return
+        if slots[i][0] < start:  # split the record holding `start`
+            sb, se, sm = slots[i]
+            slots[i] = [sb, start, sm]
+            slots.insert(i + 1, [start, se, sm])
+            i += 1
+        while i < len(slots) and slots[i][0] < end:
+            sb, se, sm = slots[i]
+            if end < se:
+                slots[i] = [sb, end, sm]
+                slots.insert(i + 1, [end, se, sm])
+            slots[i][2] = slots[i][2] & ~mask
+            i += 1
+
+    # -- when to be called again --------------------------------------------------------
+    def _wake(self, now: float, decisions: list[Decision]) -> None:
+        times = []
+        if self.sched.backfill and self.bf_changed:
+            nxt = self._bf_next()
+            if nxt is not None:
+                times.append(max(nxt, now + 1))
+        if self.sched_requests:
+            times.append(max(self.last_sched + self.sched.batch_sched_delay, now + 1))
+        interval = self.sched.sched_interval
+        if interval > 0 and (self.main_dirty or self.sched_requests) and self.pending:
+            times.append(self.last_full + interval)
+        if self.multifactor and (self.pending or self.running):
+            times.append(self.next_decay)
+        for p in self.pending.values():
+            if p.eligible is None:
+                begin = max(p.sj.begin, p.job.requested_start
+                            if p.job.job_class is JobClass.DEDICATED else -1.0)
+                if begin > now:
+                    times.append(begin)
+        times.extend(at for at, _ in self.releasing)
+        if times:
+            wake = min(times)
+            if wake > now:
+                decisions.append(WakeAt(wake))

@@ -1,0 +1,72 @@
+"""Job priority as Slurm 22.05 sets it: priority/basic (first come, first served) or
+priority/multifactor (src/plugins/priority/multifactor/priority_multifactor.c,
+`_get_priority_internal` and `set_priority_factors`):
+
+    priority = int(W_age x age + W_fairshare x fairshare + W_jobsize x jobsize
+                   + W_partition x partition + W_qos x qos), at least 1
+
+age = min(now - eligible, PriorityMaxAge) / PriorityMaxAge (0 until the job is eligible);
+fairshare = the user association's Fair Tree factor (or 2^(-U/S) classic); jobsize =
+(nodes / machine nodes + CPUs / machine CPUs) / 2, or one minus that with
+PriorityFavorSmall, or divided by the time limit with SMALL_RELATIVE_TO_TIME; partition =
+the partition's PriorityJobFactor over the largest; qos = the QOS's priority over the
+largest (QOS priorities come from `sacctmgr show qos`, which we do not read: 0).
+"""
+
+from __future__ import annotations
+
+from .assoc import Assoc
+from .conf import SlurmConf
+from .jobs import SlurmJob
+
+
+class PriorityModel:
+    def __init__(self, conf: SlurmConf):
+        self.conf = conf
+        p = conf.priority
+        self.p = p
+        self.nodes = len(conf.node_cpus)
+        self.cpus = conf.total_cpus
+        top = max((part.priority_job_factor for part in conf.partitions), default=0)
+        self.part_norm = [part.priority_job_factor / top if top else 0.0
+                          for part in conf.partitions]
+
+    def factors(self, job: SlurmJob, assoc: Assoc | None, eligible: float | None,
+                now: float) -> tuple[float, float, float, float]:
+        """(age, fairshare, jobsize, partition) factors in [0, 1]."""
+        p = self.p
+        age = 0.0
+        if p.weight_age and eligible is not None and p.max_age > 0:
+            diff = max(now - eligible, 0.0)
+            age = 1.0 if diff >= p.max_age else diff / p.max_age
+        fs = assoc.fs_factor if (assoc is not None and p.weight_fairshare) else 0.0
+        js = 0.0
+        if p.weight_job_size:
+            if p.small_relative_to_time:
+                size = max(job.min_nodes * self.cpus / self.nodes, float(job.cpus))
+                minutes = max(job.time_limit / 60.0, 1.0) if job.time_limit != float("inf") \
+                    else 1.0
+                js = size / minutes / self.cpus
+                if p.favor_small:
+                    js = 1.0 - js
+            elif p.favor_small:
+                js = ((self.nodes - job.min_nodes) / self.nodes
+                      + (self.cpus - job.cpus) / self.cpus) / 2
+            else:
+                js = (job.min_nodes / self.nodes + job.cpus / self.cpus) / 2
+            js = min(max(js, 0.0), 1.0)
+        part = 0.0
+        if p.weight_partition:
+            if p.no_normal_part:
+                part = float(self.conf.partitions[job.partition].priority_job_factor)
+            else:
+                part = self.part_norm[job.partition]
+        return age, fs, js, part
+
+    def priority(self, job: SlurmJob, assoc: Assoc | None, eligible: float | None,
+                 now: float) -> int:
+        p = self.p
+        age, fs, js, part = self.factors(job, assoc, eligible, now)
+        value = (p.weight_age * age + p.weight_fairshare * fs + p.weight_job_size * js
+                 + p.weight_partition * part)
+        return max(int(value), 1) if value < 0xFFFFFFFF else 0xFFFFFFFF

@@ -1,0 +1,296 @@
+"""Where a job fits and when: Slurm 22.05's select/cons_tres node choice and will-run test.
+
+`eval_nodes` follows cons_tres `_eval_nodes` (src/plugins/select/cons_tres/job_test.c) for
+nodes of equal weight without topology: usable nodes form runs of consecutive indices; the
+first run that holds the request with the fewest CPUs wins (else the largest); inside it a
+request for one node takes the node with the fewest free CPUs that holds it, otherwise nodes
+are taken in index order. An exclusive job sees only idle nodes and takes all their CPUs.
+
+`will_run` follows cons_common `_will_run_test`: try now; otherwise release running jobs in
+order of their expected end, in groups — every job ending within a window of 30 s (then
+60, 120, ... s) past the first end rounded up to a multiple of 30 s — and test after each
+group; the job's expected start is the end of the last job released.
+
+Node sets are bitmasks (bit i: node i). `Nodes` keeps the free CPUs of every node with two
+masks beside them, the idle nodes and the nodes with a free CPU, so that whether a request
+can fit at all is answered from counts, and the node-by-node choice runs only when it can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+Place = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    cpus: int  # CPUs the job needs (for an exclusive job: at least one per node)
+    min_nodes: int
+    max_nodes: int
+    exclusive: bool
+
+
+class Placement:
+    """Where a job runs: the nodes it takes whole (a mask) and the CPUs it takes on others
+    ((node, CPUs) pairs). `place()` is the engine's form."""
+
+    __slots__ = ("full", "partial", "mask")
+
+    def __init__(self, full: int, partial: tuple[tuple[int, int], ...] = ()):
+        self.full = full
+        self.partial = partial
+        mask = full
+        for node, _ in partial:
+            mask |= 1 << node
+        self.mask = mask
+
+    def place(self, total: Sequence[int]) -> Place:
+        out = list(self.partial)
+        mask = self.full
+        while mask:
+            low = mask & -mask
+            i = low.bit_length() - 1
+            out.append((i, total[i]))
+            mask ^= low
+        out.sort()
+        return tuple(out)
+
+
+def runs_of(mask: int) -> list[tuple[int, int]]:
+    """(first node, length) of each run of consecutive nodes in `mask`, in order."""
+    out = []
+    while mask:
+        low = mask & -mask
+        past = (mask + low) & ~mask  # the bit just after this run
+        first = low.bit_length() - 1
+        out.append((first, past.bit_length() - 1 - first))
+        mask &= ~(past - low)
+    return out
+
+
+class Nodes:
+    """Free CPUs of every node: the idle ones as a mask, the partly used ones in a dict,
+    and the mask of nodes with any CPU free."""
+
+    __slots__ = ("total", "uniform", "idle", "some", "part")
+
+    def __init__(self, total: Sequence[int]):
+        self.total = total
+        self.uniform = total[0] if len(set(total)) == 1 else 0
+        self.idle = self.some = (1 << len(total)) - 1
+        self.part: dict[int, int] = {}
+
+    def copy(self) -> Nodes:
+        other = Nodes.__new__(Nodes)
+        other.total, other.uniform = self.total, self.uniform
+        other.idle, other.some, other.part = self.idle, self.some, dict(self.part)
+        return other
+
+    def free_of(self, node: int) -> int:
+        if self.idle >> node & 1:
+            return self.total[node]
+        return self.part.get(node, 0)
+
+    def take(self, at: Placement) -> None:
+        self.idle &= ~at.full
+        self.some &= ~at.full
+        for node, cpus in at.partial:
+            f = self.free_of(node) - cpus
+            bit = 1 << node
+            self.idle &= ~bit
+            if f > 0:
+                self.part[node] = f
+            else:
+                self.part.pop(node, None)
+                self.some &= ~bit
+
+    def give(self, at: Placement) -> None:
+        self.idle |= at.full
+        self.some |= at.full
+        for node, cpus in at.partial:
+            f = self.free_of(node) + cpus
+            bit = 1 << node
+            self.some |= bit
+            if f >= self.total[node]:
+                self.idle |= bit
+                self.part.pop(node, None)
+            else:
+                self.part[node] = f
+
+    def cpus_in(self, mask: int) -> int:
+        """Free CPUs of the nodes of `mask`."""
+        idle = self.idle & mask
+        if self.uniform:
+            cpus = idle.bit_count() * self.uniform
+        else:
+            cpus = 0
+            while idle:
+                low = idle & -idle
+                cpus += self.total[low.bit_length() - 1]
+                idle ^= low
+        if self.part:
+            for node, f in self.part.items():
+                if mask >> node & 1:
+                    cpus += f
+        return cpus
+
+    def could_fit(self, req: Request, usable: int) -> bool:
+        """Whether the request's CPUs and nodes are there at all (a necessary condition
+        for the placement, from the masks)."""
+        if req.exclusive:
+            return (self.idle & usable).bit_count() >= req.min_nodes
+        having = self.some & usable
+        return having.bit_count() >= req.min_nodes and self.cpus_in(having) >= req.cpus
+
+    def place(self, req: Request, usable: int) -> Placement | None:
+        if not self.could_fit(req, usable):
+            return None
+        return eval_nodes(self, usable & (self.idle if req.exclusive else self.some), req)
+
+
+def eval_nodes(nodes: Nodes, usable: int, req: Request) -> Placement | None:
+    """The placement cons_tres picks among the nodes of bitmask `usable` (each with a free
+    CPU; idle ones for an exclusive job), or None."""
+    if usable.bit_count() < req.min_nodes:
+        return None
+    runs = runs_of(usable)
+    # Free CPUs of each run; nodes of equal size (the common case) need no lookup.
+    uniform = nodes.uniform if (req.exclusive or not (usable & ~nodes.idle)) else 0
+    if uniform:
+        run_cpus = [length * uniform for _, length in runs]
+    else:
+        run_cpus = [sum(nodes.free_of(i) for i in range(first, first + length))
+                    for first, length in runs]
+    rem_cpus = req.cpus
+    rem_nodes = req.min_nodes
+    max_nodes = req.max_nodes
+    full = 0
+    partial: list[tuple[int, int]] = []
+    alive = [True] * len(runs)
+    total = nodes.total
+    while max_nodes > 0:
+        best = -1
+        best_cpus = 0
+        best_suff = False
+        for k, (_, length) in enumerate(runs):
+            if not alive[k]:
+                continue
+            suff = run_cpus[k] >= rem_cpus and length >= rem_nodes
+            if best < 0:
+                new = True
+            else:
+                new = ((suff and not best_suff) or (suff and run_cpus[k] < best_cpus)
+                       or (not suff and not best_suff and run_cpus[k] > best_cpus))
+            if new:
+                best, best_cpus, best_suff = k, run_cpus[k], suff
+        if best < 0:
+            break
+        first, length = runs[best]
+        take_from: range | list[int] = range(first, first + length)
+        if rem_nodes <= 1:
+            if uniform:
+                if uniform >= rem_cpus:
+                    take_from = [first]
+            else:
+                single, size = -1, 0
+                for i in take_from:
+                    a = nodes.free_of(i)
+                    if a >= rem_cpus and (single < 0 or a < size):
+                        single, size = i, a
+                        if size == rem_cpus:
+                            break
+                if single >= 0:
+                    take_from = [single]
+        if uniform and (req.exclusive or (rem_nodes <= 1 and max_nodes * uniform >= rem_cpus)):
+            # Nodes of one size taken in index order, whole but for the last: a mask, not
+            # a loop (a per-core request fills each node while more than a node is left).
+            if not req.exclusive and len(take_from) * uniform >= rem_cpus:
+                whole, rest = divmod(max(rem_cpus, 0), uniform)
+                if whole == 0 and rest == 0:
+                    whole = 1  # a node at least
+                if rest and whole < len(take_from):
+                    partial.append((take_from[0] + whole, rest))
+                    rem_cpus -= rest
+                    rem_nodes -= 1
+                    max_nodes -= 1
+                count = whole
+            else:
+                needed = max(rem_nodes, -(-max(rem_cpus, 0) // uniform))
+                count = min(len(take_from), max_nodes, needed)
+            if count:
+                lo = take_from[0]
+                full |= ((1 << count) - 1) << lo
+                rem_cpus -= count * uniform
+                rem_nodes -= count
+                max_nodes -= count
+        else:
+            for i in take_from:
+                if max_nodes == 0 or (rem_nodes <= 0 and rem_cpus <= 0):
+                    break
+                a = uniform or nodes.free_of(i)
+                if max_nodes == 1 and a < rem_cpus:
+                    continue
+                use = a if req.exclusive else min(a, max(rem_cpus - max(rem_nodes - 1, 0),
+                                                          1))
+                if use == total[i]:
+                    full |= 1 << i
+                else:
+                    partial.append((i, use))
+                rem_cpus -= use
+                rem_nodes -= 1
+                max_nodes -= 1
+        if rem_nodes <= 0 and rem_cpus <= 0:
+            return Placement(full, tuple(partial))
+        alive[best] = False
+    if rem_cpus <= 0 and rem_nodes <= 0:
+        return Placement(full, tuple(partial))
+    return None
+
+
+@dataclass(slots=True)
+class Running:
+    """A running job as the will-run test sees it."""
+
+    end: float  # expected end: start + time limit
+    at: Placement
+    guess: float  # when it is thought to end once past `end` (_guess_job_end)
+
+
+def will_run(nodes: Nodes, usable: int, req: Request, running: Sequence[Running],
+             now: float, window_scale: int = 0, now_only: bool = False,
+             epoch: float = 0.0) -> tuple[float, Placement] | None:
+    """(expected start, placement) of the job among the nodes of bitmask `usable`, or None
+    if it never fits there (or, with `now_only`, does not fit now). `running` is sorted by
+    expected end (stable: ties keep their order). Times are seconds after Unix time
+    `epoch`: the windows start at multiples of 30 s of Unix time."""
+    place = nodes.place(req, usable)
+    if place is not None:
+        return now, place
+    if now_only:
+        return None
+    ordered = [r for r in running if r.at.mask & usable]  # `running` is in end order
+    if not ordered:
+        return None
+    future = nodes.copy()
+    window = 30
+    first = ordered[0].end
+    base = first + (30 - (first + epoch) % 30)
+    k = 0
+    while k < len(ordered):
+        last = ordered[k]
+        while True:
+            last = ordered[k]
+            future.give(last.at)
+            k += 1
+            if k >= len(ordered) or ordered[k].end > base + window:
+                break
+        # A do-while in Slurm: the window grows at least once after every group.
+        window = window + window_scale if window_scale else window * 2
+        while k < len(ordered) and ordered[k].end > base + window:
+            window = window + window_scale if window_scale else window * 2
+        place = future.place(req, usable)
+        if place is not None:
+            return (last.end if last.end > now else last.guess), place
+    return None

@@ -1,0 +1,187 @@
+"""The `slurm` policy on small machines, instant by instant: when each of Slurm's
+schedulers runs and what it may start, worked out by hand from slurmctld's code
+(docs/slurm.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schedd.core.engine import Engine, EngineOptions
+from schedd.core.job import JobSpec, JobState
+from schedd.slurm.jobs import AFTERANY, AFTERNOTOK, AFTEROK, SlurmJob, job_size
+from schedd.slurm.machine import SlurmSetup
+from schedd.slurm.policy import SlurmOptions, SlurmPolicy
+
+BASE = """\
+NodeName=n[1-4] CPUs=4
+PartitionName=batch Nodes=ALL Default=YES
+"""
+
+
+def machine(tmp_path: Path, extra: str, nodes: str = BASE) -> SlurmSetup:
+    path = tmp_path / "slurm.conf"
+    path.write_text(nodes + extra)
+    return SlurmSetup.read(str(path), None)
+
+
+def job(setup: SlurmSetup, jid: int, submit: float, runtime: float, nodes: int = 0,
+        cpus: int = 0, limit: float = 600.0, partition: int = 0, dep: tuple[int, int] = (0, -1),
+        user: str = "u", account: str = "a") -> tuple[JobSpec, SlurmJob]:
+    exclusive = nodes > 0
+    size, lo, hi, whole = job_size(setup.conf, partition, cpus or nodes, nodes, exclusive)
+    sj = SlurmJob(size, lo, hi, whole, partition, user, account, "normal", limit,
+                  dep_kind=dep[0], dep_on=dep[1])
+    return JobSpec(jid, submit, runtime, size, limit), sj
+
+
+def run(setup: SlurmSetup, jobs: list[tuple[JobSpec, SlurmJob]],
+        cancels: tuple[tuple[int, float], ...] = (), **options: float
+        ) -> tuple[Engine, SlurmPolicy]:
+    policy = SlurmPolicy(SlurmOptions(**options), setup.cluster)
+    policy.configure(setup.conf, setup.assocs, {spec.id: sj for spec, sj in jobs})
+    engine = Engine(setup.cluster, policy,
+                    options=EngineOptions(keep_finished=True, **policy.engine_overrides()))
+    for jid, at in cancels:
+        engine.cancel(jid, at=at)
+    engine.feed(sorted((spec for spec, _ in jobs), key=lambda s: (s.submit, s.id)))
+    while engine.step():
+        pass
+    return engine, policy
+
+
+def starts(engine: Engine) -> dict[int, float]:
+    return {jid: j.first_start for jid, j in engine.finished.items()}
+
+
+def test_without_backfill_a_submission_waits_for_the_background_pass(tmp_path: Path) -> None:
+    # sched/builtin: a submission asks the background thread for a pass, which runs once
+    # batch_sched_delay (3 s) has passed since its last one.
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    jobs = [job(setup, 1, 0, 50, nodes=1), job(setup, 2, 1, 50, nodes=1),
+            job(setup, 3, 2, 50, nodes=1)]
+    engine, policy = run(setup, jobs)
+    assert starts(engine) == {1: 0.0, 2: 3.0, 3: 3.0}
+    assert set(policy.started_by.values()) == {"main"}
+
+
+def test_a_job_end_runs_the_main_scheduler_at_once(tmp_path: Path) -> None:
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    jobs = [job(setup, 1, 0, 100, nodes=4), job(setup, 2, 10, 50, nodes=2),
+            job(setup, 3, 11, 50, nodes=2)]
+    engine, _ = run(setup, jobs)
+    assert starts(engine) == {1: 0.0, 2: 100.0, 3: 100.0}
+
+
+def test_the_main_scheduler_stops_a_partition_at_its_first_blocked_job(tmp_path: Path) -> None:
+    # Job 2 (4 nodes) cannot start while job 1 runs; job 3 (1 node) would fit, but the
+    # main scheduler does not look past 2 in its partition. Without backfill it waits.
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    jobs = [job(setup, 1, 0, 100, nodes=2), job(setup, 2, 5, 50, nodes=4),
+            job(setup, 3, 10, 20, nodes=1)]
+    engine, _ = run(setup, jobs)
+    assert starts(engine) == {1: 0.0, 2: 100.0, 3: 150.0}
+
+
+def test_backfill_starts_what_does_not_delay_the_reservation(tmp_path: Path) -> None:
+    # As above with sched/backfill (bf_interval=30, resolution 60): job 2's reservation is
+    # at job 1's expected end, start 0 + limit 120 s. Job 3 (limit 60 s) ends by then and
+    # is backfilled at the next cycle — 30 s after the one that job 1's submission opened
+    # at 0; job 4 (limit 600 s) would delay 2 and waits for it.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\n")
+    jobs = [job(setup, 1, 0, 100, nodes=2, limit=120), job(setup, 2, 5, 50, nodes=4),
+            job(setup, 3, 10, 20, nodes=1, limit=60), job(setup, 4, 12, 20, nodes=1)]
+    engine, policy = run(setup, jobs)
+    got = starts(engine)
+    assert got[1] == 0.0 and got[3] == 30.0 and got[2] == 100.0 and got[4] == 150.0
+    assert policy.started_by[3] == "backfill"
+
+
+def test_backfill_cycles_keep_their_interval(tmp_path: Path) -> None:
+    # The first change opens a cycle at once; while jobs wait, cycles follow every
+    # bf_interval seconds: a job that can only backfill starts at the next cycle.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=20\n")
+    jobs = [job(setup, 1, 0, 300, nodes=2, limit=360), job(setup, 2, 1, 50, nodes=4),
+            job(setup, 3, 3, 10, nodes=1, limit=60),  # 4 s after job 1's pass
+            job(setup, 4, 7, 10, nodes=1, limit=60)]
+    engine, policy = run(setup, jobs)
+    got = starts(engine)
+    # Cycle at 0 (job 1's submission), 20, 40...: 3 and 4 start at the cycle at 20,
+    # unless a main pass starts them first — it cannot (job 2 blocks the partition).
+    assert got[3] == 20.0 and got[4] == 20.0
+    assert policy.started_by[3] == policy.started_by[4] == "backfill"
+
+
+def test_a_job_past_its_limit_is_killed_at_the_next_time_limit_check(tmp_path: Path) -> None:
+    # Checks every 30 s from `boot` seconds before time 0: limit 60 s from 5 -> 65; the
+    # checks at 60 and 90 (boot 0) kill it at 90; with boot=10 the checks fall at 50, 80.
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    jobs = [job(setup, 1, 5, 500, nodes=1, limit=60)]
+    engine, _ = run(setup, jobs)
+    assert engine.finished[1].end_time == 90.0
+    assert engine.finished[1].state is JobState.KILLED
+    engine, _ = run(setup, jobs, boot=10.0)
+    assert engine.finished[1].end_time == 80.0
+
+
+def test_dependencies(tmp_path: Path) -> None:
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    jobs = [job(setup, 1, 0, 30, nodes=1),
+            job(setup, 2, 0, 500, nodes=1, limit=60),          # killed at its limit
+            job(setup, 3, 1, 10, nodes=1, dep=(AFTEROK, 1)),   # after 1 completes
+            job(setup, 4, 1, 10, nodes=1, dep=(AFTEROK, 2)),   # never: 2 is killed
+            job(setup, 5, 1, 10, nodes=1, dep=(AFTERNOTOK, 2)),
+            job(setup, 6, 1, 10, nodes=1, dep=(AFTERANY, 2))]
+    engine, _ = run(setup, jobs, cancels=((4, 400.0),))
+    got = starts(engine)
+    assert got[3] == 30.0
+    assert got[5] == got[6] == engine.finished[2].end_time == 60.0
+    assert engine.finished[4].state is JobState.CANCELLED and got[4] == -1.0
+
+
+def test_per_core_jobs_share_nodes(tmp_path: Path) -> None:
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    jobs = [job(setup, i, 0, 100, cpus=2) for i in range(1, 9)]  # 16 CPUs in all
+    jobs.append(job(setup, 9, 0, 100, cpus=1))
+    engine, policy = run(setup, jobs)
+    got = starts(engine)
+    assert all(got[i] == 0.0 for i in range(1, 9)) and got[9] == 100.0
+
+
+def test_overlapping_partitions_block_by_tier(tmp_path: Path) -> None:
+    # short (tier 2) holds every node; long (tier 1) nodes 3-4. A blocked short job fails
+    # its partition, and its nodes are then closed to later jobs of long too.
+    nodes = ("NodeName=n[1-4] CPUs=4\n"
+             "PartitionName=short Nodes=ALL Default=YES PriorityTier=2\n"
+             "PartitionName=long Nodes=n[3-4] PriorityTier=1\n")
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n", nodes)
+    jobs = [job(setup, 1, 0, 100, nodes=2), job(setup, 2, 1, 50, nodes=4),
+            job(setup, 3, 2, 50, nodes=1, partition=1)]
+    engine, _ = run(setup, jobs)
+    got = starts(engine)
+    assert got[2] == 100.0 and got[3] == 150.0
+
+
+def test_runs_are_deterministic_and_the_engine_agrees(tmp_path: Path) -> None:
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5,bf_resolution=10\n")
+    jobs = [job(setup, i, i * 3.0, 20 + (i * 37) % 90, nodes=1 + i % 4,
+                limit=60 + 60 * (i % 3)) for i in range(1, 40)]
+    a, _ = run(setup, jobs)
+    b, _ = run(setup, jobs)
+    assert starts(a) == starts(b)
+    assert len(a.finished) == 39
+
+
+@pytest.mark.parametrize("text", ["PriorityType=priority/multifactor\nPriorityWeightAge=100\n"
+                                  "PriorityWeightFairshare=1000\nPriorityCalcPeriod=1\n"])
+def test_multifactor_runs_on_a_flat_tree_without_an_associations_file(
+        tmp_path: Path, text: str) -> None:
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\n" + text)
+    jobs = [job(setup, i, i * 5.0, 100, nodes=2, user=f"u{i % 3}", account=f"a{i % 2}")
+            for i in range(1, 15)]
+    engine, policy = run(setup, jobs)
+    assert len(engine.finished) == 14
+    assert policy.stats()["decay_runs"] > 0
