@@ -234,3 +234,30 @@ def test_real_traces_are_written_byte_for_byte_as_before(tmp_path, name):
               if line and not line.startswith(";")}
     assert widths == {18}
     assert first.header.names == {}
+
+
+# ------------------------------------------------------------------------- normalisation
+
+
+def test_normalize_takes_req_nodes_and_keeps_zero_runtime_cancellations(tmp_path):
+    from schedd.traces import normalize
+    from schedd.traces.normalize import ZERO_RUNTIME_RUN, kept_note, select
+
+    path = write(
+        tmp_path / "a.swf", "; MaxNodes: 8", "; MaxProcs: 64",
+        row(1, runtime=10, procs=16, tail=ext() + ext2(req_nodes=4)),  # 4 nodes, not 2
+        row(2, runtime=0, procs=8, tail=ext() + ext2(cancel_time=30)),  # kept, 1 s
+        row(3, runtime=0, procs=8),  # runtime 0 and no cancel time: dropped, as before
+        row(4, submit=5, runtime=0, procs=8, tail=ext() + ext2(cancel_time=40)),
+    )
+    norm = normalize(read_trace(path))
+    assert norm.columns["job_id"].tolist() == [1, 2, 4]
+    assert norm.columns["nodes"].tolist() == [4, 1, 1]
+    assert norm.columns["runtime"].tolist() == [10, ZERO_RUNTIME_RUN, ZERO_RUNTIME_RUN]
+    assert norm.columns["walltime"].tolist() == [10, ZERO_RUNTIME_RUN, ZERO_RUNTIME_RUN]
+    assert norm.dropped["runtime<=0"] == 1 and norm.zero_runtime_cancelled == 2
+    assert kept_note(norm, str(path)) == (
+        "2 jobs of a.swf have runtime 0 and a cancel time (cancelled as they started, or "
+        "before, with no time limit): each runs 1 s if it starts")
+    assert select(norm, start=1).zero_runtime_cancelled == 1
+    assert [s.runtime for s in norm.specs()] == [10, 1, 1]
