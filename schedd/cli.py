@@ -1,5 +1,5 @@
-"""`schedd` command line: simulate, serve, workload, compare, journal, milp, report, sweep,
-policies, cluster.
+"""`schedd` command line: simulate, serve, workload, import, compare, journal, milp, report,
+sweep, policies, cluster.
 
 The commands are rows of `schedd.commands.COMMANDS`; a command's parser is built, and its
 module imported, only when the command line names it: `schedd --help` imports none of

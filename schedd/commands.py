@@ -33,6 +33,8 @@ COMMANDS: tuple[Command, ...] = (
             "schedd.daemon.config:add_serve_parser", "schedd.daemon.server:serve_main"),
     Command("workload", "make workloads for experiments",
             "schedd.workload_cli:add_parser", "schedd.workload_cli:run"),
+    Command("import", "read a Slurm (sacct, jobcomp) or PBS accounting log into a trace",
+            "schedd.slurm.importers.cli:add_parser", "schedd.slurm.importers.cli:run"),
     Command("compare", "run several policies and real-time percentages on one trace",
             "schedd.compare:add_parser", "schedd.compare:run"),
     Command("journal", "check, export or compact a daemon's journal",

@@ -139,9 +139,11 @@ ROWS: dict[str, tuple[Limit, str]] = {
                        "trace fields 3, 4, 6, 9, 18, 26, 30 (wait, runtime, cpu, requested "
                        "time, think, setup, estimated runtime)"),
     "trace.time": (Limit(0.0, MAX_TIME, "s", absent=(-1.0,)),
-                   "trace fields 19, 27, 28 (requested start, notice, arrival)"),
+                   "trace fields 19, 27, 28, 32, 33 (requested start, notice, arrival, "
+                   "eligible, cancel)"),
     "trace.procs": (Limit(0, MAX_PROCS, integer=True, absent=(-1.0,)),
-                    "trace fields 5, 8, 25, 29 (processors, requested, minimum, notice)"),
+                    "trace fields 5, 8, 25, 29, 34 (processors, requested, minimum, notice, "
+                    "nodes)"),
     "trace.ckpt_gb": (Limit(0.0, MAX_CKPT_GB_PER_NODE, "GB", low_open=True, absent=(-1.0,)),
                       "trace field 24"),
     "trace.ckpt_interval": (Limit(MIN_CKPT_INTERVAL, MAX_DURATION, "s", absent=(-1.0, 0.0)),

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import imported_columns
 from .core.cluster import Cluster
 from .core.engine import Ecc, Engine, EngineOptions
 from .core.job import Notice
@@ -28,6 +29,7 @@ from .row_text import Column, Constant, Numbers, Words, rows_text
 from .run_files import write_segments_csv, write_timeseries_csv
 from .text_columns import BLOCK_ROWS
 from .traces import NormalizedTrace
+from .traces.swf import N_MAX
 
 # SWF status field (11): 1 completed, 0 failed/killed, 5 cancelled.
 _SWF_STATUS = {"completed": 1, "killed": 0, "cancelled": 5, "failed": 0}
@@ -141,6 +143,10 @@ def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray
                cols["req_procs"][take].astype(np.float64),
                cols["req_time"][take].astype(np.float64), status, res["user"],
                res["project"], res["queue"]]
+    # An imported trace's fields 16, 17 and 32-40 and its names (schedd/imported_columns.py)
+    extra = imported_columns.swf_fields(trace, take) if imported_columns.imported(trace) else {}
+    if extra:
+        header_lines = [*header_lines, *imported_columns.names_lines(trace)]
     with open(path, "wb") as out:
         out.write("".join(f";{line}\n" if not line.startswith(";") else f"{line}\n"
                           for line in header_lines).encode())
@@ -148,20 +154,33 @@ def write_jobs_swf(path: Path, trace: NormalizedTrace, res: dict[str, np.ndarray
             i, sub, wait, run, n, rp, rt, st, u, g, q = (Numbers(c[lo:lo + BLOCK_ROWS])
                                                          for c in columns)
             unused = Constant("-1")  # the SWF fields schedd does not fill
-            out.write(rows_text([i, sub, wait, run, n, unused, unused, rp, rt, unused, st, u,
-                                 g, unused, q, unused, unused, unused], len(i.values), b" "))
+            cells: list[Column] = [i, sub, wait, run, n, unused, unused, rp, rt, unused, st, u,
+                                   g, unused, q, unused, unused, unused]
+            if extra:
+                cells += [unused] * (N_MAX - len(cells))
+                for field, values in extra.items():
+                    cells[field - 1] = Numbers(values.values[lo:lo + BLOCK_ROWS])
+            out.write(rows_text(cells, len(i.values), b" "))
 
 
-def write_jobs_csv(path: Path, res: dict[str, np.ndarray]) -> None:
-    """Every result column, one row per job (values have no commas: no quoting needed)."""
+def write_jobs_csv(path: Path, res: dict[str, np.ndarray],
+                   trace: NormalizedTrace | None = None) -> None:
+    """Every result column, one row per job (values have no commas: no quoting needed),
+    then, for a trace imported from a log, its names and eligible time (quoted where a
+    name needs it; schedd/imported_columns.py)."""
     names = list(COLUMNS)
+    extra: list[imported_columns.CsvColumn] = []
+    if trace is not None and imported_columns.imported(trace):
+        extra = imported_columns.csv_columns(trace, imported_columns.rows_of(trace, res["id"]))
     with open(path, "wb") as out:
-        out.write((",".join(names + ["class", "state"]) + "\n").encode())
+        out.write((",".join(names + ["class", "state"] + [c.header for c in extra])
+                   + "\n").encode())
         for lo in range(0, len(res["id"]), BLOCK_ROWS):
             hi = min(lo + BLOCK_ROWS, len(res["id"]))
             cells: list[Column] = [Numbers(res[name][lo:hi]) for name in names]
             cells.append(Words(res["job_class"][lo:hi], CLASS_CODES))
             cells.append(Words(res["final_state"][lo:hi], STATE_CODES))
+            cells += [column.cells(lo, hi) for column in extra]
             out.write(rows_text(cells, hi - lo, b","))
 
 
@@ -235,7 +254,7 @@ def write_results(out_dir: str | os.PathLike, trace: NormalizedTrace,
     header = [f" schedd: policy {description['policy']} on {description['cluster']}",
               f" MaxNodes: {description['total_nodes']}"]
     write_jobs_swf(out / "jobs.swf", trace, results, header)
-    write_jobs_csv(out / "jobs.csv", results)
+    write_jobs_csv(out / "jobs.csv", results, trace)
     summary = dict(summary)
     # "failures" counts jobs hit; the engine also counts failures of idle nodes: both go
     # in the summary (and both tables print them) so that nothing disagrees.

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from .policies import make_policy
     from .sim import describe_run, format_brief, max_job_nodes, simulate, write_outputs
     from .traces import TraceError, normalize, read_trace
-    from .traces.normalize import drop_line, select
+    from .traces.normalize import drop_line, kept_note, select
 
     try:  # SCHEDD_GC_THRESHOLDS (schedd/heap.py), before any work
         thresholds = heap.thresholds_from(os.environ.get(heap.ENV, ""))
@@ -122,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
         raise TraceError(f"{unwanted} (--strict)")
     if dropped:
         print(f"schedd: warning: {dropped}", file=sys.stderr)
+    note = kept_note(trace, path)
+    if note:
+        print(f"schedd: {note}", file=sys.stderr)
     policy_name = args.policy or ("slurm" if slurm else "easy")
     policy = make_policy(policy_name, args.opt, cluster)
     engine_options = engine_options_from(args, policy)

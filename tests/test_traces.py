@@ -6,7 +6,7 @@ import gzip
 
 import numpy as np
 import pytest
-from test_traces_helpers import assert_same_trace, ecc, ext, row, write
+from test_traces_helpers import assert_same_trace, ecc, ext, ext2, row, write
 
 from schedd.traces import COLUMN_NAMES, EccCommand, TraceError, read_trace, write_trace
 from schedd.traces import swf as swf_module
@@ -35,6 +35,7 @@ def test_column_dtypes(tmp_path):
     t = read_trace(write(tmp_path / "a.swf", row(1)))
     ints = {"job_id", "procs", "req_procs", "status", "user", "group", "app", "queue"}
     ints |= {"partition", "prev_job", "checkpointable", "min_nodes", "est_nodes"}
+    ints |= {"req_nodes", "exclusive", "qos", "dep_kind", "state", "started_by"}
     for name in COLUMN_NAMES:
         col = t.columns[name]
         if name == "job_class":
@@ -193,12 +194,12 @@ def _error(tmp_path, *lines: str, name: str = "bad.swf") -> str:
 
 def test_error_too_few_fields(tmp_path):
     msg = _error(tmp_path, "; h", row(1), "1 2 3 4 5 6 7")
-    assert msg == "bad.swf:3: expected 18 to 31 whitespace-separated fields, found 7"
+    assert msg == "bad.swf:3: expected 18 to 40 whitespace-separated fields, found 7"
 
 
 def test_error_too_many_fields(tmp_path):
-    msg = _error(tmp_path, row(1, tail=ext() + (1,)))
-    assert msg == "bad.swf:1: expected 18 to 31 whitespace-separated fields, found 32"
+    msg = _error(tmp_path, row(1, tail=ext() + ext2() + (1,)))
+    assert msg == "bad.swf:1: expected 18 to 40 whitespace-separated fields, found 41"
 
 
 def test_error_not_a_number(tmp_path):
@@ -298,7 +299,7 @@ def test_error_line_numbers_across_chunks(tmp_path, monkeypatch):
     monkeypatch.setattr(swf_module, "CHUNK_BYTES", 100)
     lines = ["; header"] + [row(i) for i in range(1, 50)] + ["1 2 3"]
     msg = _error(tmp_path, *lines)
-    assert msg == "bad.swf:51: expected 18 to 31 whitespace-separated fields, found 3"
+    assert msg == "bad.swf:51: expected 18 to 40 whitespace-separated fields, found 3"
 
 
 def test_error_missing_file(tmp_path):

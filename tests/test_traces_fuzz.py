@@ -107,14 +107,14 @@ def trace_lines(draw) -> str:
     if draw(st.integers(0, 6)) == 0:
         key = draw(st.sampled_from(["MaxNodes", "MaxProcs", "UnixStartTime", "Note"]))
         return f"; {key}: {draw(st.sampled_from(EXTREME + ['64', '128']))}"
-    width = draw(st.sampled_from([18, 18, 31, 20, 5]))
+    width = draw(st.sampled_from([18, 18, 31, 40, 20, 5]))
     toks = [draw(st.sampled_from(["1", "2", "3", "4"]))]
     for i in range(1, width):
         if i == swf_module.TYPE_FIELD:
             toks.append(draw(st.sampled_from(["S", "-1", "ET", "RT", "EP", "RP"])))
         elif i == swf_module.CLASS_FIELD:
             toks.append(draw(st.sampled_from(["B", "R", "O", "M", "D", "-1"])))
-        elif i == swf_module.CKPT_FIELD:
+        elif i in swf_module._CODE_FIELDS:
             toks.append(draw(st.sampled_from(["-1", "0", "1"])))
         else:
             toks.append(draw(st.sampled_from(["-1", "1", "4", "100", "3600"])))

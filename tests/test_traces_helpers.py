@@ -52,6 +52,13 @@ def ext(
     )
 
 
+def ext2(eligible=-1, cancel_time=-1, req_nodes=-1, exclusive=-1, qos=-1, dep_kind=-1,
+         priority=-1, state=-1, started_by=-1):
+    """Fields 32-40 in order, for `row(..., tail=ext(...) + ext2(...))`."""
+    return (eligible, cancel_time, req_nodes, exclusive, qos, dep_kind, priority, state,
+            started_by)
+
+
 def ecc(job_id: int, time: float, kind: str, amount: float) -> str:
     """A CWF elastic control command line (21 fields)."""
     fields = ["-1"] * 21
@@ -67,6 +74,7 @@ def write(path: Path, *lines: str) -> Path:
 def assert_same_trace(a: Trace, b: Trace) -> None:
     """Equal header, columns and ECCs (ECC line numbers depend on the file layout)."""
     assert a.header.lines == b.header.lines
+    assert a.header.names == b.header.names
     assert (a.header.max_nodes, a.header.max_procs, a.header.unix_start_time) == (
         b.header.max_nodes,
         b.header.max_procs,

@@ -24,6 +24,7 @@ from schedd.traces import (
     write_trace,
 )
 from schedd.traces import swf as swf_module
+from schedd.traces.names import names_line
 
 INT_COLUMNS = {c.name for c in swf_module.COLUMNS if c.kind == "i"}
 OPTIONAL = COLUMN_NAMES[18:]
@@ -58,8 +59,9 @@ def traces(draw) -> Trace:
             values: list = ["B"] * n if name == "job_class" else [-1] * n
         elif name == "job_class":
             values = draw(st.lists(st.sampled_from("BROMD"), min_size=n, max_size=n))
-        elif name == "checkpointable":
-            values = draw(st.lists(st.sampled_from([-1, 0, 1]), min_size=n, max_size=n))
+        elif FIELD_OF[name] in swf_module._CODE_FIELDS:
+            codes = [int(c) for c in swf_module._CODE_FIELDS[FIELD_OF[name]]]
+            values = draw(st.lists(st.sampled_from(codes), min_size=n, max_size=n))
         elif FIELD_OF[name] in swf_module._FIELD_LIMITS:
             limited = within(swf_module._FIELD_LIMITS[FIELD_OF[name]])
             values = draw(st.lists(limited, min_size=n, max_size=n))
@@ -79,6 +81,11 @@ def traces(draw) -> Trace:
             when = draw(within(swf_module._FIELD_LIMITS[FIELD_OF["submit"]]))
             eccs.append(EccCommand(draw(st.sampled_from(ids)), when, kind, amount, 0))
     lines = draw(st.lists(st.sampled_from(["; Version: 2", "; MaxNodes: 128", ";", "; x: y"])))
+    kinds = draw(st.lists(st.sampled_from(["user", "qos", "state"]), unique=True))
+    for kind in kinds:  # names lines, one per kind, with names that need encoding
+        names = draw(st.dictionaries(st.integers(0, 2**53), st.text(min_size=1, max_size=6),
+                                     max_size=4))
+        lines.append(names_line(kind, names) if names else f"; schedd-names {kind}:")
     header = swf_module.parse_header(lines)
     return Trace(path="<memory>", header=header, columns=cols, eccs=eccs)
 
@@ -91,10 +98,17 @@ def test_write_then_read_gives_the_same_trace(trace, gz):
         write_trace(path, trace)
         again = read_trace(path)
         assert_same_trace(again, trace)
-        width = 31 if swf_module.uses_extension(trace) else 18
+        width = swf_module.line_width(trace)
+        assert width == (40 if any(_used(trace, name) for name in COLUMN_NAMES[29:])
+                         else 31 if trace.eccs or any(_used(trace, name) for name in OPTIONAL)
+                         else 18)
         assert {len(line.split()) for line in _data_lines(path)} <= {width}
         write_trace(path, again)  # and read(write(read(x))) == read(x)
         assert_same_trace(read_trace(path), again)
+
+
+def _used(trace: Trace, name: str) -> bool:
+    return bool((trace.columns[name] != ("B" if name == "job_class" else -1)).any())
 
 
 def _data_lines(path: Path) -> list[str]:
@@ -116,21 +130,22 @@ BAD_LETTERS = ["X", "2", "SS", "s"]
 @st.composite
 def lines(draw) -> str:
     """A comment, blank or data line; data lines are mostly valid, some with one bad token."""
-    shapes = ["comment", "blank", "any", "19", "21"] + ["18", "31"] * 3
+    shapes = ["comment", "blank", "any", "19", "21", "32"] + ["18", "31", "40"] * 3
     shape = draw(st.sampled_from(shapes))
     if shape == "comment":
-        return draw(st.sampled_from(["; MaxNodes: 4", ";", "  ; note"]))
+        return draw(st.sampled_from(["; MaxNodes: 4", ";", "  ; note", "; schedd-names qos: 1=a",
+                                     "; schedd-names qos: 1=a%2", "; schedd-names user 1=a"]))
     if shape == "blank":
         return draw(st.sampled_from(["", "   ", "\t"]))
-    k = draw(st.integers(15, 33)) if shape == "any" else int(shape)
+    k = draw(st.integers(15, 42)) if shape == "any" else int(shape)
     toks = [draw(st.sampled_from(["1", "2", "3"]))]  # small ids, so ECCs sometimes match
     for i in range(1, k):
         if i == swf_module.TYPE_FIELD:
             toks.append(draw(st.sampled_from(KINDS)))
         elif i == swf_module.CLASS_FIELD:
             toks.append(draw(st.sampled_from(CLASSES)))
-        elif i == swf_module.CKPT_FIELD:
-            toks.append(draw(st.sampled_from(["-1", "0", "1"])))
+        elif i in swf_module._CODE_FIELDS:
+            toks.append(draw(st.sampled_from(["-1", "0", "1", "2", "3"])))
         elif i == swf_module.AMOUNT_FIELD and toks[-1] not in ("S", "-1"):
             toks.append(draw(st.sampled_from(["5", "60", "2", "0"])))  # a valid ECC amount
         else:
@@ -183,11 +198,16 @@ def test_fast_path_is_taken_for_plain_and_extended_chunks():
     block = swf_module._fast_block(wide)
     assert block is not None and block.shape == (3, 31)
     assert swf_module._fast_block(wide.replace(b" S ", b" ET ", 1)) is None  # ECC: line parser
+    wider = wide.replace(b"\n", b" 5 6 2 1 3 1 12.5 4 3\n")
+    block = swf_module._fast_block(wider)
+    assert block is not None and block.shape == (3, 40)
+    assert swf_module._fast_block(wider.replace(b" 2 1 3 1 ", b" 2 5 3 1 ", 1)) is None
 
 
 def test_header_only_dataclass_defaults():
     h = TraceHeader()
-    assert (h.max_nodes, h.max_procs, h.unix_start_time, h.lines) == (None, None, None, [])
+    assert (h.max_nodes, h.max_procs, h.unix_start_time, h.lines, h.names) == (
+        None, None, None, [], {})
 
 
 def test_whole_number_chunks_take_the_integer_parser_and_read_the_same():

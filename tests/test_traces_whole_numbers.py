@@ -135,3 +135,29 @@ def test_shaped_as_loadtxt_shapes_it(data, monkeypatch):
     want = swf._whole_numbers(data)
     assert got is not None and want is not None
     assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+WIDE_ROW = ("1 0 5 100 4 -1 -1 4 200 -1 1 3 2 -1 -1 -1 -1 -1 "  # fields 1-18
+            "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 "  # 19-31 (20 and 22 as -1: numbers)
+            "30 -1 2 1 3 1 4294901758 5 3")  # 32-40
+
+
+@needs_native
+def test_forty_field_rows_parse_the_same_and_read_the_same(tmp_path, monkeypatch):
+    """Lines of the extension's 40 fields, all whole numbers: the C parser's values are
+    loadtxt's, and a file of them reads the same with and without it."""
+    assert swf.native is not None
+    data = (WIDE_ROW + "\n" + WIDE_ROW.replace("4294901758", "-1") + "\n").encode()
+    got = swf.native.whole_numbers(data)
+    assert got is not None
+    assert np.frombuffer(got, np.float64).tobytes() == loadtxt_ints(data).tobytes()
+    assert swf.native.whole_numbers(data + b"1 2 3\n") is None  # ragged: NumPy's
+    path = tmp_path / "wide.swf"
+    path.write_bytes(data * 3)
+    with_c = read_trace(str(path))
+    monkeypatch.setattr(swf, "native", None)
+    without = read_trace(str(path))
+    for name, column in with_c.columns.items():
+        assert column.tobytes() == without.columns[name].tobytes(), name
+    assert with_c.columns["priority"].tolist() == [4294901758, -1] * 3
+    assert with_c.columns["started_by"].tolist() == [3] * 6

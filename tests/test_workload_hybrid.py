@@ -451,7 +451,7 @@ def test_cli_bad_trace_names_file_and_line(tmp_path):
     bad.write_text("1 0 0 10 4\n")
     proc = schedd("workload", "hybrid", str(bad), "-o", str(tmp_path / "x.swf"))
     assert proc.returncode == 2
-    assert f"{bad}:1: expected 18 to 31" in proc.stderr
+    assert f"{bad}:1: expected 18 to 40" in proc.stderr
 
 
 @pytest.mark.parametrize("kwargs, words", [

@@ -587,7 +587,7 @@ def test_cli_bad_trace_names_file_and_line(capsys, tmp_path):
     code, err = run_main(capsys, "workload", "realtime", str(bad), "-o",
                          str(tmp_path / "x.swf"), "--percent", "10")
     assert code == 2
-    assert f"{bad}:1: expected 18 to 31" in err
+    assert f"{bad}:1: expected 18 to 40" in err
 
 
 def test_non_checkpointable_draws_come_after_the_marking(trace_path):

@@ -1,8 +1,10 @@
 """Turn a raw Trace into the queue the simulator replays (rules of /work/shared/traces/README.md).
 
-A record is kept iff runtime > 0 and 1 <= nodes <= N, where nodes = requested processors
-(field 8) if > 0 else allocated processors (field 5), divided by procs_per_node rounding up.
-walltime = requested time (field 9) if > 0 else the runtime. Queue order is (submit, job id).
+A record is kept iff runtime > 0 (or runtime 0 with a cancel time, field 33: an imported
+job cancelled as it started, counted apart) and 1 <= nodes <= N, where nodes = field 34
+(req_nodes) if > 0, else requested processors (field 8) if > 0 else allocated processors
+(field 5), divided by procs_per_node rounding up. walltime = requested time (field 9) if > 0
+else the runtime. Queue order is (submit, job id).
 
 procs_per_node defaults to what the header implies: MaxProcs // MaxNodes when the header
 gives both and MaxProcs is at least twice MaxNodes (a Parallel Workloads Archive machine
@@ -37,6 +39,11 @@ _REASON_TEXT = {"runtime<=0": "with runtime <= 0", "nodes<1": "asking for no pro
                 "malformed": "on malformed lines (--lenient)",
                 "outside window": "outside --from/--until", "after limit": "after --limit"}
 _SPEC_BLOCK = 4096  # rows converted to Python objects at a time by specs()
+# What a kept job of runtime 0 (cancelled in the second it started, or before it started
+# with no time limit) runs for: the engine runs no job for 0 s, and 1 s is the resolution
+# of the logs such jobs come from (sacct, PBS). A policy that cancels jobs at their
+# cancel_time (field 33) removes the others before they start.
+ZERO_RUNTIME_RUN = 1.0
 
 
 @dataclass(eq=False)
@@ -49,6 +56,9 @@ class NormalizedTrace:
     dropped: dict[str, int]  # reason -> count; every reason of DROP_REASONS is present
     eccs: list[EccCommand]  # of kept jobs only, sorted by (time, job_id, line)
     procs_per_node: int = 1  # K that turned the trace's processors into nodes
+    # kept jobs whose runtime was 0 with a cancel time: they run for ZERO_RUNTIME_RUN s
+    zero_runtime_cancelled: int = 0
+    zero_runtime_rows: np.ndarray | None = None  # which rows those are (None: none)
 
     def __len__(self) -> int:
         return len(self.columns["job_id"])
@@ -99,12 +109,15 @@ def normalize(
         raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
     n = len(trace)
     cols = {name: _column(trace, name, n) for name in COLUMN_NAMES}
-    nodes = job_nodes(cols["req_procs"], cols["procs"], procs_per_node)
+    nodes = job_nodes(cols["req_procs"], cols["procs"], procs_per_node, cols["req_nodes"])
     limit = machine_nodes(trace.header, nodes, max_nodes, procs_per_node)
     if limit < 1:  # nothing to size the machine by: say which file, not "0 nodes"
         raise TraceError.at(trace.path, None, "expected a job line or a MaxNodes header to "
                             "size the machine, found neither")
-    reasons = _drop_reasons(cols["runtime"], nodes, limit)
+    zero = (cols["runtime"] == 0) & (cols["cancel_time"] >= 0)
+    any_zero = bool(zero.any())
+    reasons = _drop_reasons(np.where(zero, ZERO_RUNTIME_RUN, cols["runtime"]) if any_zero
+                            else cols["runtime"], nodes, limit)
     kept = np.flatnonzero(reasons < 0)
     kept, duplicates = _unique_ids(trace, cols["job_id"], kept, lenient)
     kept, bad_bounds = _malleable_bounds(trace, cols, nodes, kept, lenient)
@@ -114,6 +127,9 @@ def normalize(
     else:
         out = {name: _take(col, kept) for name, col in cols.items()}
     out["nodes"] = nodes[kept]
+    zero_kept = int(np.count_nonzero(zero[kept])) if any_zero else 0
+    if zero_kept:  # a new array: the trace's own columns stay as read
+        out["runtime"] = np.where(zero[kept], ZERO_RUNTIME_RUN, out["runtime"])
     req_time, runtime = out["req_time"], out["runtime"]
     out["walltime"] = np.where(req_time > 0, req_time, runtime).astype(np.float64)
     rigid = (out["job_class"] == "M") & (out["min_nodes"] < 1)
@@ -128,6 +144,8 @@ def normalize(
         | {"duplicate id": duplicates, "malformed": int(trace.skipped) + bad_bounds},
         eccs=_kept_eccs(trace.eccs, out["job_id"]),
         procs_per_node=procs_per_node,
+        zero_runtime_cancelled=zero_kept,
+        zero_runtime_rows=zero[kept] if zero_kept else None,
     )
 
 
@@ -153,8 +171,12 @@ def select(trace: NormalizedTrace, *, start: float | None = None, until: float |
     dropped = dict(trace.dropped)
     dropped["outside window"] = dropped.get("outside window", 0) + outside
     dropped["after limit"] = dropped.get("after limit", 0) + after
+    zero = trace.zero_runtime_rows
+    zero = None if zero is None else zero[rows]
     return replace(trace, columns=cols, dropped=dropped,
-                   eccs=_kept_eccs(trace.eccs, cols["job_id"]))
+                   eccs=_kept_eccs(trace.eccs, cols["job_id"]),
+                   zero_runtime_cancelled=0 if zero is None else int(zero.sum()),
+                   zero_runtime_rows=zero)
 
 
 def dropped_count(trace: NormalizedTrace) -> int:
@@ -162,6 +184,17 @@ def dropped_count(trace: NormalizedTrace) -> int:
 
 
 SELECTED = ("outside window", "after limit")  # not kept because the user asked so
+
+
+def kept_note(trace: NormalizedTrace, path: str) -> str | None:
+    """One sentence on the kept jobs a rule changed (runtime 0 with a cancel time), or
+    None."""
+    n = trace.zero_runtime_cancelled
+    if not n:
+        return None
+    return (f"{n:,} jobs of {os.path.basename(path)} have runtime 0 and a cancel time "
+            f"(cancelled as they started, or before, with no time limit): each runs "
+            f"{ZERO_RUNTIME_RUN:g} s if it starts")
 
 
 def drop_line(trace: NormalizedTrace, path: str, *, selected: bool = True) -> str | None:
@@ -254,10 +287,15 @@ def _second_submission_line(path: str, job_id: int) -> int | None:
     return None
 
 
-def job_nodes(req_procs: np.ndarray, procs: np.ndarray, procs_per_node: int = 1) -> np.ndarray:
-    """Nodes of each job: requested processors if > 0 else allocated, ceil-divided by K."""
+def job_nodes(req_procs: np.ndarray, procs: np.ndarray, procs_per_node: int = 1,
+              req_nodes: np.ndarray | None = None) -> np.ndarray:
+    """Nodes of each job: req_nodes (field 34) where > 0, else requested processors if > 0
+    else allocated, ceil-divided by K."""
     p = np.where(req_procs > 0, req_procs, procs).astype(np.int64)
-    return p if procs_per_node == 1 else -(-p // procs_per_node)
+    nodes = p if procs_per_node == 1 else -(-p // procs_per_node)
+    if req_nodes is None or req_nodes.strides == (0,) or not (req_nodes > 0).any():
+        return nodes  # no field 34 (every archive trace): as before, no copy
+    return np.where(req_nodes > 0, req_nodes, nodes).astype(np.int64)
 
 
 def machine_nodes(

@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from .. import limits
+from .names import is_names_line, names_line, parse_names
 
 N_SWF = 18  # fields every job line has
-N_MAX = 31  # the last field of the schedd extension
+N_CWF = 31  # the last field of the first schedd extension (CWF, classes, checkpoints)
+N_MAX = 40  # the last field of the schedd extension (fields 32-40: imported logs)
 TYPE_FIELD = 19  # 0-based index of field 20, the CWF request type
 AMOUNT_FIELD = 20  # field 21, the ECC amount
 CLASS_FIELD = 21  # field 22, the job class letter
@@ -83,6 +85,15 @@ COLUMNS: tuple[_Column, ...] = tuple(
         ("est_nodes", 28, "i"),
         ("est_runtime", 29, "f"),
         ("ckpt_interval", 30, "f"),
+        ("eligible", 31, "f"),
+        ("cancel_time", 32, "f"),
+        ("req_nodes", 33, "i"),
+        ("exclusive", 34, "i"),
+        ("qos", 35, "i"),
+        ("dep_kind", 36, "i"),
+        ("priority", 37, "f"),
+        ("state", 38, "i"),
+        ("started_by", 39, "i"),
     )
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
@@ -91,6 +102,13 @@ _FIELD_NAMES = {c.field: c.name for c in COLUMNS}
 _FIELD_NAMES[TYPE_FIELD] = "request type"
 _FIELD_NAMES[AMOUNT_FIELD] = "amount"
 _INT_FIELDS = tuple(c.field for c in COLUMNS if c.kind == "i")
+# Fields that hold one of a few codes (0-based field -> the codes, as the message lists them).
+_CODE_FIELDS: dict[int, tuple[float, ...]] = {
+    CKPT_FIELD: (1.0, 0.0, -1.0),  # checkpointable
+    34: (1.0, 0.0, -1.0),  # exclusive
+    36: (1.0, 2.0, 3.0, -1.0),  # dep_kind: afterok, afterany, afternotok
+    39: (1.0, 2.0, 3.0, -1.0),  # started_by: at submit, main scheduler, backfill
+}
 _NUMERIC_FIELDS = tuple(i for i in range(N_MAX) if i not in (TYPE_FIELD, CLASS_FIELD))
 _CLASS_ARRAY = np.array(list(CLASS_LETTERS))
 _NUMBER = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -118,6 +136,9 @@ class TraceHeader:
     max_procs: int | None = None
     unix_start_time: int | None = None
     lines: list[str] = field(default_factory=list)  # raw `;` lines, no line break
+    # kind ("user", "account", "partition", "queue", "qos", "state") -> number -> name,
+    # from the `; schedd-names KIND: 1=alice ...` lines (names.py)
+    names: dict[str, dict[int, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -215,8 +236,10 @@ class _Reader:
         )
 
     def _check_header(self, raw: bytes) -> None:
-        """A header size out of range is an error at its line (lenient: dropped, counted)."""
-        while (found := header_problem(self.comments)) is not None:
+        """A header size out of range or a malformed names line is an error at its line
+        (lenient: dropped, counted)."""
+        while (found := header_problem(self.comments)
+               or parse_names(self.comments)[1]) is not None:
             line, why = found
             if not self.lenient:
                 raise TraceError.at(self.path, _comment_line_number(raw, line), why)
@@ -416,15 +439,14 @@ def _valid_block(block: np.ndarray) -> bool:
     ints = block[:, [i for i in _INT_FIELDS if i < nfields]]
     if not ((ints == np.trunc(ints)) & (np.abs(ints) <= MAX_EXACT_INT)).all():
         return False
-    if nfields > CKPT_FIELD:
-        ckpt = block[:, CKPT_FIELD]
-        if not ((ckpt == -1) | (ckpt == 0) | (ckpt == 1)).all():
+    for i, codes in _CODE_FIELDS.items():
+        if i < nfields and not np.isin(block[:, i], codes).all():
             return False
     return _block_within_limits(block)
 
 
 def parse_fields(toks: list[bytes]) -> tuple[str, list[float]]:
-    """One data line -> (request type, the 31 field values; class as its BROMD code).
+    """One data line -> (request type, the 40 field values; class as its BROMD code).
 
     Absent trailing fields are -1 (class B). Raises _LineError with the reason.
     """
@@ -447,10 +469,11 @@ def parse_fields(toks: list[bytes]) -> tuple[str, list[float]]:
             values[i] = _parse_class(tok)
         else:
             values[i] = _parse_number(tok, i)
-    if values[CKPT_FIELD] not in (-1.0, 0.0, 1.0):
-        raise _LineError(
-            f"expected 1, 0 or -1 in field 23 (checkpointable), found {_show(toks[CKPT_FIELD])}"
-        )
+    for i, codes in _CODE_FIELDS.items():
+        if values[i] not in codes:
+            listed = ", ".join(_format_number(c) for c in codes[:-1])
+            raise _LineError(f"expected {listed} or {_format_number(codes[-1])} in field "
+                             f"{i + 1} ({_FIELD_NAMES[i]}), found {_show(toks[i])}")
     _check_limits(values, toks)
     return kind, values
 
@@ -469,6 +492,7 @@ _FIELD_LIMITS: dict[int, limits.Limit] = {
         (18, "trace.time"), (26, "trace.time"), (27, "trace.time"),
         (4, "trace.procs"), (7, "trace.procs"), (24, "trace.procs"), (28, "trace.procs"),
         (23, "trace.ckpt_gb"), (30, "trace.ckpt_interval"),
+        (31, "trace.time"), (32, "trace.time"), (33, "trace.procs"),
     )
 }
 
@@ -583,7 +607,7 @@ def _show_number(value: float) -> str:
 class _ColumnBuilder:
     """Fills preallocated columns block by block.
 
-    Optional columns (fields 19-31) are only allocated once a value other than "absent"
+    Optional columns (fields 19-40) are only allocated once a value other than "absent"
     shows up; a column that never gets one ends as a read-only constant array.
     """
 
@@ -643,7 +667,9 @@ def absent_column(name: str, n: int) -> np.ndarray:
 
 
 def parse_header(lines: list[str]) -> TraceHeader:
-    """MaxNodes, MaxProcs and UnixStartTime from `; Key: value` lines (first one wins)."""
+    """MaxNodes, MaxProcs and UnixStartTime from `; Key: value` lines (first one wins),
+    and the names from the well-formed `; schedd-names` lines (the reader has refused or
+    dropped the others)."""
     found: dict[str, int | None] = {}
     for line in lines:
         m = _HEADER_KEY.fullmatch(line)
@@ -655,6 +681,7 @@ def parse_header(lines: list[str]) -> TraceHeader:
         max_procs=positive.get("maxprocs"),
         unix_start_time=found.get("unixstarttime"),
         lines=list(lines),
+        names=parse_names(lines)[0],
     )
 
 
@@ -669,20 +696,21 @@ def _header_int(text: str) -> int | None:
 
 
 def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
-    """Write `trace` as SWF (18 fields) or, if any field 19-31 or ECC is used, 31 fields.
+    """Write `trace` as SWF (18 fields), or 31 fields if any field 19-31 or ECC is used,
+    or 40 if any field 32-40 is (line_width).
 
     Header comment lines come first, then the job lines in column order, then the ECC
     lines in list order (so every ECC follows its job's submission). gzip if .gz.
     """
     name = os.fsdecode(path)
     n = len(trace)
-    wide = uses_extension(trace)
+    width = line_width(trace)
     lines = [line + "\n" for line in _header_lines(trace.header)]
-    fields = [_format_column(trace.columns, col, n) for col in COLUMNS if wide or col.field < 18]
-    if wide:
+    fields = [_format_column(trace.columns, col, n) for col in COLUMNS if col.field < width]
+    if width > N_SWF:
         fields[TYPE_FIELD:TYPE_FIELD] = [["S"] * n, ["-1"] * n]
     lines.extend(" ".join(row) + "\n" for row in zip(*fields, strict=True))
-    lines.extend(_ecc_line(e) + "\n" for e in trace.eccs)
+    lines.extend(_ecc_line(e, width) + "\n" for e in trace.eccs)
     data = "".join(lines).encode("utf-8", "surrogateescape")
     if name.endswith(".gz"):
         import gzip
@@ -693,20 +721,31 @@ def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
 
 
 def uses_extension(trace: Trace) -> bool:
-    """True if any job uses a field beyond 18 (or there are ECCs): write 31 fields."""
-    if trace.eccs:
-        return True
-    for col in COLUMNS:
-        if col.field >= N_SWF and col.name in trace.columns:
-            values = np.asarray(trace.columns[col.name])
-            if (values != ("B" if col.kind == "c" else -1)).any():
-                return True
-    return False
+    """True if any job uses a field beyond 18 (or there are ECCs): write 31 or 40 fields."""
+    return line_width(trace) > N_SWF
+
+
+def line_width(trace: Trace) -> int:
+    """Fields per job line written: 18 (plain SWF), 31 if any job uses a field 19-31 or
+    there are ECCs, 40 if any job uses a field 32-40. A trace of the first two kinds is
+    written exactly as before fields 32-40 existed."""
+    used = [col.field for col in COLUMNS
+            if col.field >= N_SWF and col.name in trace.columns and _used(trace, col)]
+    if any(f >= N_CWF for f in used):
+        return N_MAX
+    return N_CWF if used or trace.eccs else N_SWF
+
+
+def _used(trace: Trace, col: _Column) -> bool:
+    values = np.asarray(trace.columns[col.name])
+    return bool((values != ("B" if col.kind == "c" else -1)).any())
 
 
 def _header_lines(header: TraceHeader) -> list[str]:
-    """header.lines, with the MaxNodes/MaxProcs/UnixStartTime lines matching its fields."""
-    lines = list(header.lines or [])
+    """header.lines, with the MaxNodes/MaxProcs/UnixStartTime lines matching its fields,
+    and one names line per kind of header.names (replaced where that kind has a line,
+    else appended; kinds not in header.names leave their lines alone)."""
+    lines = _names_lines(list(header.lines or []), header.names)
     wanted = {
         "maxnodes": header.max_nodes,
         "maxprocs": header.max_procs,
@@ -728,6 +767,35 @@ def _header_lines(header: TraceHeader) -> list[str]:
         else:
             lines[index] = text
     return lines
+
+
+def _names_lines(lines: list[str], names: dict[str, dict[int, str]]) -> list[str]:
+    if not names:
+        return lines
+    written: dict[str, str | None] = {
+        kind: names_line(kind, mapping) for kind, mapping in names.items()
+    }
+    out = []
+    for line in lines:
+        kind = _names_kind(line)
+        if kind is None or kind not in written:
+            out.append(line)
+            continue
+        text = written.pop(kind)
+        if text is not None:
+            out.append(text)
+        written[kind] = None  # a second line of that kind is dropped
+    out.extend(text for text in written.values() if text is not None)
+    return out
+
+
+def _names_kind(line: str) -> str | None:
+    """The kind of a names line (well-formed or not, as far as it can be told), or None."""
+    if not is_names_line(line):
+        return None
+    rest = line.split("schedd-names", 1)[1]
+    kind = rest.split(":", 1)[0].strip()
+    return kind or None
 
 
 def _header_line_index(lines: list[str], key: str) -> int | None:
@@ -768,8 +836,8 @@ def _format_number(value: float) -> str:
     return repr(value)
 
 
-def _ecc_line(ecc: EccCommand) -> str:
-    fields = ["-1"] * N_MAX
+def _ecc_line(ecc: EccCommand, width: int) -> str:
+    fields = ["-1"] * width
     fields[0] = str(int(ecc.job_id))
     fields[1] = _format_number(float(ecc.time))
     fields[TYPE_FIELD] = ecc.kind
