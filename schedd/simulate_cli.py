@@ -129,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
     policy = make_policy(policy_name, args.opt, cluster)
     engine_options = engine_options_from(args, policy)
     if slurm and policy_name == "slurm":
-        slurm.bind(policy, jobs)
+        said = slurm.bind(policy, jobs, trace.header.unix_start_time, trace)
+        if said:
+            print(f"schedd: {said}", file=sys.stderr)
         engine_options = dataclasses.replace(engine_options,
                                              **policy.engine_overrides())  # type: ignore[attr-defined]
     if slurm:

@@ -183,3 +183,30 @@ def test_decay_halves_usage_at_the_half_life_as_slurm_approximates_it() -> None:
     fairshare.charge(b1, 4, 60.0, f)
     assert b1.usage_raw == pytest.approx(60 * f ** 60 * 4)
     assert not math.isnan(assocs.root.usage_raw)
+
+
+def test_fair_tree_reproduces_a_real_slurms_sshare() -> None:
+    """The usage and shares of a real Slurm 22.05's `sshare -a -l` snapshot (the
+    multifactor reference run at 607 s, tests/data/slurm/) ranked by our Fair Tree give
+    Slurm's own FairShare column, user by user."""
+    from pathlib import Path
+
+    from schedd.slurm.assoc import read_associations
+
+    here = Path(__file__).parent / "data" / "slurm"
+    assocs = read_associations(here / "multifactor-assoc.txt")
+    rows = [line.split("\t") for line in (here / "sshare-607s.tsv").read_text().splitlines()]
+    head = rows[0]
+    col = {name: k for k, name in enumerate(head)}
+    expected = {}
+    for row in rows[1:]:
+        account, user = row[col["Account"]].strip(), row[col["User"]].strip()
+        usage = float(row[col["RawUsage"]])
+        node = next(a for a in assocs.walk()
+                    if a.account == account and (a.user or "") == user)
+        node.usage_raw = usage
+        if user:
+            expected[(account, user)] = float(row[col["FairShare"]])
+    fairshare.fair_tree(assocs)
+    got = {(a.account, a.user): a.fs_factor for a in assocs.user_assocs}
+    assert got == pytest.approx(expected, abs=1e-6)

@@ -112,6 +112,14 @@ class SlurmConf:
     def total_cpus(self) -> int:
         return sum(self.node_cpus)
 
+    def node_cpus_min(self, partition: int) -> int:
+        """The fewest CPUs of a node of partition `partition` (a whole node at least)."""
+        cache = self.__dict__.setdefault("_min_cpus", {})
+        if partition not in cache:
+            cache[partition] = min(self.node_cpus[i]
+                                   for i in self.partitions[partition].nodes)
+        return int(cache[partition])
+
 
 # Parameters read without effect on scheduling (lower case): where daemons live, logs,
 # authentication, accounting storage, process tracking, timeouts between daemons.

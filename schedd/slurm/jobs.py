@@ -32,6 +32,14 @@ class SlurmJob:
     begin: float = -1.0  # not eligible before (a --begin time); -1: at submit
     dep_kind: int = 0  # AFTEROK, AFTERANY, AFTERNOTOK; 0: none
     dep_on: int = -1  # the job it depends on
+    req_cpus: int = 0  # CPUs asked for (Slurm's min_cpus: one per node for -N k --exclusive)
+
+    @property
+    def asked_cpus(self) -> int:
+        """The CPU count Slurm's job-size factor reads before a job starts (min_cpus)."""
+        if self.req_cpus > 0:
+            return self.req_cpus
+        return self.min_nodes if self.exclusive else self.cpus
 
 
 def job_size(conf: SlurmConf, partition: int, cpus: int, nodes: int,
@@ -41,7 +49,7 @@ def job_size(conf: SlurmConf, partition: int, cpus: int, nodes: int,
     under select/linear or in an OverSubscribe=EXCLUSIVE partition — holds every CPU of
     its nodes; a per-core job of c CPUs may spread over up to c nodes."""
     part = conf.partitions[partition]
-    per_node = min(conf.node_cpus[i] for i in part.nodes)
+    per_node = conf.node_cpus_min(partition)
     if exclusive or conf.whole_nodes or part.exclusive:
         count = nodes if nodes >= 1 else max(1, -(-max(cpus, 1) // per_node))
         return count * per_node, count, count, True
@@ -52,13 +60,16 @@ def job_size(conf: SlurmConf, partition: int, cpus: int, nodes: int,
 
 
 def default_job(conf: SlurmConf, cpus: int, walltime: float, user: int | str = -1,
-                account: str = "") -> SlurmJob:
-    """A job known only by its size and time (a gRPC submission): the default
-    partition, per-core, its user's default account."""
-    part = conf.partitions.index(conf.default_partition)
+                account: str = "", queue: int = -1) -> SlurmJob:
+    """A job known only by its size and time (a gRPC submission): per-core, in the
+    `queue`-th partition of the slurm.conf (1-based; otherwise the default one), its
+    user's default account."""
+    part = (queue - 1 if 1 <= queue <= len(conf.partitions)
+            else conf.partitions.index(conf.default_partition))
     size = job_size(conf, part, cpus, 0, False)
+    limit = min(walltime, conf.partitions[part].max_time)
     return SlurmJob(size[0], size[1], size[2], size[3], part, str(user), account or "",
-                    "normal", walltime)
+                    "normal", limit)
 
 
 @dataclass
@@ -130,7 +141,7 @@ def table_from_trace(columns: dict[str, np.ndarray], header: object,
         if exclusive[i] >= 0:
             excl = exclusive[i] == 1
         else:  # unknown: a job whose CPUs fill its nodes exactly is taken as whole-node
-            per = min(conf.node_cpus[k] for k in conf.partitions[part].nodes)
+            per = conf.node_cpus_min(part)
             excl = nodes > 0 and cpus == nodes * per
         # A per-core job's node count is where it landed, not what it asked for.
         size, lo, hi, whole = job_size(conf, part, cpus, nodes if excl else 0, excl)
@@ -150,7 +161,7 @@ def table_from_trace(columns: dict[str, np.ndarray], header: object,
             account_names.get(int(groups[i]), str(int(groups[i])) if groups[i] >= 0
                               else ""),
             qos_names.get(int(qos[i]), "normal"), limit if limit > 0 else math.inf,
-            begin, kind, dep_on)
+            begin, kind, dep_on, int(req_procs[i]) if req_procs[i] > 0 else 0)
         cpus_out[i] = size
     for name, count in sorted(unknown_parts.items()):
         warnings.append(f"{count} jobs name partition {name!r}, which the slurm.conf does "

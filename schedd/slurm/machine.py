@@ -18,6 +18,62 @@ from ..core.cpu_nodes import CpuNodes
 from .assoc import Associations, read_associations
 from .conf import SlurmConf, read_slurm_conf
 from .jobs import TraceJobs, table_from_trace
+from .policy import PERIODIC_TIMEOUT
+
+
+def _timed_out(cols: dict[str, Any], header: Any) -> Any:
+    """Rows whose original state (field 39, its name in the header) is TIMEOUT."""
+    names = (getattr(header, "names", None) or {}).get("state", {})
+    codes = [code for code, name in names.items() if name.split()[0].upper() == "TIMEOUT"]
+    state = cols.get("state")
+    if state is None or not codes:
+        return np.zeros(len(cols["job_id"]), dtype=bool)
+    return np.isin(state, codes)
+
+
+def _mode_residue(times: Any, period: float) -> tuple[float, int]:
+    """The most common whole-second residue of `times` modulo `period`, and how many of
+    the times fall on it (ties: the smallest residue)."""
+    residues = np.floor(np.mod(np.asarray(times, dtype=np.float64), period)).astype(np.int64)
+    counts = np.bincount(residues, minlength=int(period))
+    best = int(np.argmax(counts))
+    return float(best), int(counts[best])
+
+
+def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
+                 options: Any) -> tuple[dict[str, float], str | None]:
+    """Where in their period Slurm's backfill cycles and time-limit checks fell in the
+    original run, read off its log: backfilled jobs (field 40 = 3) start at a cycle, and
+    jobs that timed out end at a check. The phase is the most common residue of those
+    instants (a controller's timers keep their phase while there is work); at least 3
+    such jobs are needed. Options already given are left alone."""
+    out: dict[str, float] = {}
+    said = []
+    n = len(cols["job_id"])
+    if n == 0:
+        return out, None
+    start = cols["submit"] + cols["wait"]
+    started_by = cols.get("started_by")
+    interval = float(conf.sched.bf_interval)
+    if conf.sched.backfill and options.bf_phase < 0 and started_by is not None \
+            and interval > 1:
+        backfilled = (started_by == 3) & (cols["wait"] >= 0)
+        if backfilled.sum() >= 3:
+            phase, hits = _mode_residue(start[backfilled], interval)
+            out["bf_phase"] = phase
+            said.append(f"backfill cycles {phase:g} s past each {interval:g} s "
+                        f"({hits} of {int(backfilled.sum())} backfilled starts)")
+    timed_out = _timed_out(cols, header) & (cols["wait"] >= 0)
+    if options.check_phase < 0 and timed_out.sum() >= 3:
+        ends = start[timed_out] + cols["runtime"][timed_out]
+        phase, hits = _mode_residue(ends, PERIODIC_TIMEOUT)
+        out["check_phase"] = phase
+        said.append(f"time-limit checks {phase:g} s past each {PERIODIC_TIMEOUT:g} s "
+                    f"({hits} of {int(timed_out.sum())} time-outs)")
+    if not said:
+        return out, None
+    return out, ("read off the log: " + "; ".join(said)
+                 + " (--opt bf_phase=S / check_phase=S to set them)")
 
 
 def cluster_of(conf: SlurmConf) -> CpuNodes:
@@ -48,6 +104,14 @@ class SlurmSetup:
         jobs = table_from_trace(trace.columns, trace.header, self.conf)
         cols = dict(trace.columns)
         cols["nodes"] = jobs.cpus
+        timed_out = _timed_out(cols, trace.header)
+        if timed_out.any():
+            # Killed at its limit, a job's own length is unknown: it runs past every check
+            # that could kill it, so that Slurm's check, not its recorded end, ends it.
+            past = (cols["walltime"] + self.conf.over_time_limit * 60.0
+                    + 2 * PERIODIC_TIMEOUT)
+            cols["runtime"] = np.where(timed_out, np.maximum(cols["runtime"], past),
+                                       cols["runtime"])
         if jobs.unfit:
             keep = np.array([int(i) not in jobs.unfit for i in cols["job_id"]], dtype=bool)
             cols = {name: (col[keep] if len(col) == len(keep) and col.ndim == 1 else col)
@@ -61,9 +125,20 @@ class SlurmSetup:
             trace = replace(trace, columns=cols)
         return trace, jobs
 
-    def bind(self, policy: Any, jobs: TraceJobs | None) -> None:
-        """Give a `slurm` policy the conf, associations and the trace's jobs."""
-        policy.configure(self.conf, self.assocs, jobs.jobs if jobs is not None else None)
+    def bind(self, policy: Any, jobs: TraceJobs | None, epoch: float | None = None,
+             trace: Any = None) -> str | None:
+        """Give a `slurm` policy the conf, associations and the trace's jobs; `epoch` is the
+        trace's UnixStartTime. The phases of Slurm's backfill cycle and time-limit check
+        are read off an imported log's jobs (`infer_phases`) unless the options give
+        them; returns the line that says so (None if nothing was inferred)."""
+        phases: dict[str, float] = {}
+        said = None
+        if trace is not None:
+            phases, said = infer_phases(trace.columns, trace.header, self.conf,
+                                        policy.options)
+        policy.configure(self.conf, self.assocs, jobs.jobs if jobs is not None else None,
+                         epoch, **phases)
+        return said
         if self.assocs is None and self.conf.priority.multifactor \
                 and self.conf.priority.weight_fairshare:
             self.conf_warning("multifactor fair-share without an associations file "

@@ -34,9 +34,7 @@ background tick, then a backfill cycle.
 from __future__ import annotations
 
 import math
-from bisect import insort
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from ..core.cluster import Cluster, NodePool
 from ..core.cpu_nodes import CpuNodes
@@ -46,10 +44,11 @@ from ..core.view import View
 from ..policies.base import Policy, PolicyError
 from . import fairshare
 from .assoc import Assoc, AssocError, Associations, read_associations
+from .backfill import Candidate, backfill_cycle
 from .conf import Partition, SlurmConf, SlurmConfError, read_slurm_conf
 from .jobs import AFTERNOTOK, AFTEROK, SlurmJob, default_job
 from .priority import PriorityModel
-from .select import Nodes, Placement, Request, Running, will_run
+from .select import Nodes, Placement, Request, Running
 
 YEAR = 365 * 86400.0
 
@@ -78,6 +77,13 @@ class SlurmOptions:
     epoch: float = field(default=0.0, metadata={
         "help": "Unix time of the trace's time 0 (its UnixStartTime; simulate sets it): "
                 "Slurm rounds backfill times to multiples of Unix time"})
+    bf_phase: float = field(default=-1.0, metadata={
+        "help": "seconds past a multiple of bf_interval (from time 0) at which backfill "
+                "cycles fall while there is work (-1: from boot; simulate infers it from "
+                "an imported log's backfilled starts)"})
+    check_phase: float = field(default=-1.0, metadata={
+        "help": "seconds past a multiple of 30 s at which time limits are checked (-1: from "
+                "boot; simulate infers it from an imported log's time-outs)"})
     boot: float = field(default=0.0, metadata={
         "help": "seconds before time 0 at which slurmctld started: the phase of its "
                 "periodic timers (background passes, decay, time-limit checks, backfill)"})
@@ -142,7 +148,15 @@ class SlurmPolicy(Policy):
 
     # -- configuration -------------------------------------------------------------
     def configure(self, conf: SlurmConf, assocs: Associations | None = None,
-                  table: dict[int, SlurmJob] | None = None) -> None:
+                  table: dict[int, SlurmJob] | None = None,
+                  epoch: float | None = None, **phases: float) -> None:
+        """Schedule by `conf` with `assocs`, knowing the trace's jobs `table`; `epoch` (the
+        trace's UnixStartTime) unless option `epoch` was given; `phases` (bf_phase,
+        check_phase) read off the trace where the options leave them unset."""
+        if epoch is not None and not self.options.epoch:
+            self.options = replace(self.options, epoch=float(epoch))
+        if phases:
+            self.options = replace(self.options, **phases)
         self.conf = conf
         self.assocs = assocs if assocs is not None else Associations.flat()
         if table is not None:
@@ -188,6 +202,7 @@ class SlurmPolicy(Policy):
             self.part_masks.append(mask)
         self.pending: dict[int, _Pending] = {}
         self.running: dict[int, _Run] = {}
+        self.not_before: dict[int, _Pending] = {}  # waiting for their begin time
         # Jobs that ended, holding their nodes until their epilog completes.
         self.releasing: list[tuple[float, _Run]] = []
         self.epilog = float(self.options.epilog)
@@ -206,7 +221,11 @@ class SlurmPolicy(Policy):
         self.main_dirty = False
         # Backfill agent: its last cycle, the first update since, and whether anything
         # changed since the last cycle we computed.
-        self.bf_last = -math.inf
+        # The agent's cycles fall at bf_phase + k x bf_interval while there is work:
+        # its last cycle before time 0 was one interval before the first such instant.
+        bf = conf.sched.bf_interval
+        bf_phase = self.options.bf_phase if self.options.bf_phase >= 0 else phase % bf
+        self.bf_last = bf_phase % bf - bf
         self.bf_update: float | None = None
         self.bf_changed = False
         self.bf_estimates = False
@@ -226,7 +245,9 @@ class SlurmPolicy(Policy):
         assert conf is not None
         grace = conf.over_time_limit * 60.0 if conf.over_time_limit != math.inf else YEAR
         return {"walltime_check_s": PERIODIC_TIMEOUT,
-                "walltime_check_phase_s": -float(self.options.boot),
+                "walltime_check_phase_s": (self.options.check_phase
+                                           if self.options.check_phase >= 0
+                                           else -float(self.options.boot)),
                 "walltime_grace_s": grace}
 
     def stats(self) -> dict[str, int]:
@@ -308,7 +329,8 @@ class SlurmPolicy(Policy):
             sj = self.table.get(job.id)
             if sj is None:
                 sj = default_job(self.conf, job.nodes, job.walltime,  # type: ignore[arg-type]
-                                 job.user)
+                                 job.user, str(job.project) if job.project >= 0 else "",
+                                 job.queue)
             assoc = self._assoc_of(sj)
             self.seq += 1
             p = _Pending(job, sj, assoc, self.seq)
@@ -389,9 +411,15 @@ class SlurmPolicy(Policy):
         return True
 
     def _begin_times(self, now: float) -> None:
-        for p in self.pending.values():
-            if p.eligible is None and not p.sj.dep_kind and self._runnable(p, now):
-                self._update(now)  # a begin time came: the schedulers have news
+        """Jobs whose begin time came: the schedulers have news."""
+        if not self.not_before:
+            return
+        for p in list(self.not_before.values()):
+            if p.id not in self.pending:
+                del self.not_before[p.id]
+            elif self._runnable(p, now):
+                del self.not_before[p.id]
+                self._update(now)
 
     # -- priorities -----------------------------------------------------------------
     def _set_priority(self, p: _Pending, now: float, at_submit: bool) -> int:
@@ -449,6 +477,8 @@ class SlurmPolicy(Policy):
     def _submitted(self, p: _Pending, now: float, decisions: list[Decision]) -> None:
         self.sched_requests += 1
         self._runnable(p, now)  # eligible from now, unless it waits on a dependency
+        if p.eligible is None and not p.sj.dep_kind:
+            self.not_before[p.id] = p  # a begin time still to come
         # A batch job (sbatch) is never started by its submission: job_allocate tests it
         # only (allocate == 0). Interactive allocations (salloc, srun) are, when on top.
         if not self.options.interactive or self.sched.defer or p.eligible is None:
@@ -599,104 +629,30 @@ class SlurmPolicy(Policy):
     def _backfill(self, now: float, decisions: list[Decision]) -> None:
         self.counts["backfill_cycles"] += 1
         sched = self.sched
-        res = max(sched.bf_resolution, 1)
-        window = sched.bf_window
-        # The node-space map: (begin, end, available nodes), sorted and contiguous.
-        floor = self._floor
-        slots: list[list[Any]] = [[floor(now, res), floor(now + window, res), self.all_mask]]
-        queue = self._queue(now)
+        conf = self.conf
+        assert conf is not None
         self.bf_last = now
         self.bf_update = None
         self.bf_changed = False
-        estimates = False
-        tried = 0
-        started = 0
-        running = self._running_view(now)
-        for p in queue:
-            if tried >= sched.bf_max_job_test:
-                break
-            if p.id not in self.pending:
-                continue
+        candidates = []
+        for p in self._queue(now):
             sj = p.sj
-            part = self.conf.partitions[sj.partition]  # type: ignore[union-attr]
-            limit = min(sj.time_limit, part.max_time)
-            limit = YEAR if limit == math.inf else limit
-            no_reserve = self._no_reserve(p, now)
-            req = self._request(sj)
-            start_res = now
-            counted = False
-            while True:
-                end_time = max(start_res, now) + limit
-                base = self.part_masks[sj.partition]
-                avail = base
-                later = 0.0
-                for j, (sb, se, smask) in enumerate(slots):
-                    if se > start_res and j + 1 < len(slots) and later == 0.0:
-                        nxt_mask = base & slots[j + 1][2]
-                        cur_mask = avail & smask
-                        if nxt_mask & ~cur_mask:
-                            later = se
-                    if se <= start_res:
-                        continue
-                    if sb <= end_time:
-                        avail &= smask
-                    else:
-                        break
-                if avail.bit_count() < sj.min_nodes:
-                    if later and not no_reserve:
-                        start_res = later
-                        continue
-                    break
-                if not counted:
-                    counted = True
-                    tried += 1
-                found = will_run(self.nodes, avail, req, running, now,
-                                 sched.bf_window_scale, now_only=no_reserve,
-                                 epoch=self.options.epoch)
-                if found is None:
-                    if later and not no_reserve:
-                        start_res = later
-                        continue
-                    break
-                start, place = found
-                start = max(start, start_res)
-                if start <= now:
-                    run = self._start(p, place, now, _BACKFILL, decisions)
-                    insort(running, self._running_of(run, now), key=_by_end)
-                    started += 1
-                    if sj.exclusive:  # _bf_reserve_running: whole nodes until its end
-                        self._reserve(slots, slots[0][0], floor(run.end, res),
-                                      run.at.mask, res)
-                    break
-                estimates = True
-                if no_reserve:
-                    break
-                if later and start > later:
-                    start_res = later
-                    continue
-                if start > now + window:
-                    break
-                s0 = floor(start, res)
-                e0 = floor(start + limit, res)
-                mask = place.mask
-                if start > now and self._overlaps(slots, mask, s0, e0):
-                    if start <= start_res:
-                        break  # no later start to try (Slurm would spin to bf_max_time)
-                    start_res = start
-                    continue
-                self._reserve(slots, s0, e0, mask, res)
-                break
-            if sched.bf_max_job_start and started >= sched.bf_max_job_start:
-                break
-        self.bf_estimates = estimates or started > 0
-        if self.bf_estimates:
-            self.bf_update = now
+            limit = min(sj.time_limit, conf.partitions[sj.partition].max_time)
+            candidates.append(Candidate(p.id, self.part_masks[sj.partition],
+                                        YEAR if limit == math.inf else limit,
+                                        self._request(sj), self._no_reserve(p, now)))
 
-    def _floor(self, t: float, res: int) -> float:
-        """t rounded down to a multiple of `res` seconds of Unix time, as Slurm rounds its
-        backfill map (time_t values, so the trace's epoch matters)."""
-        epoch = self.options.epoch
-        return ((t + epoch) // res) * res - epoch
+        def start(job: Candidate, at: Placement) -> Running:
+            run = self._start(self.pending[job.id], at, now, _BACKFILL, decisions)
+            return self._running_of(run, now)
+
+        estimates, _ = backfill_cycle(
+            now, candidates, self.nodes, self._running_view(now), self.all_mask,
+            max(sched.bf_resolution, 1), float(sched.bf_window), sched.bf_max_job_test,
+            sched.bf_max_job_start, sched.bf_window_scale, float(self.options.epoch), start)
+        self.bf_estimates = estimates
+        if estimates:
+            self.bf_update = now
 
     def _no_reserve(self, p: _Pending, now: float) -> bool:
         sched = self.sched
@@ -726,35 +682,6 @@ class SlurmPolicy(Policy):
             guess = now + 1
         return Running(run.end, run.at, guess)
 
-    @staticmethod
-    def _overlaps(slots: list[list[Any]], mask: int, start: float, end: float) -> bool:
-        return any(se > start and sb < end and mask & ~smask for sb, se, smask in slots)
-
-    @staticmethod
-    def _reserve(slots: list[list[Any]], start: float, end: float, mask: int,
-                 res: int) -> None:
-        """_add_reservation: take `mask` off the map over [start, end)."""
-        start = max(start, slots[0][0])
-        if end < start + res:
-            end = start + res
-        i = 0
-        while i < len(slots) and slots[i][1] <= start:
-            i += 1
-        if i == len(slots):
-            return
-        if slots[i][0] < start:  # split the record holding `start`
-            sb, se, sm = slots[i]
-            slots[i] = [sb, start, sm]
-            slots.insert(i + 1, [start, se, sm])
-            i += 1
-        while i < len(slots) and slots[i][0] < end:
-            sb, se, sm = slots[i]
-            if end < se:
-                slots[i] = [sb, end, sm]
-                slots.insert(i + 1, [end, se, sm])
-            slots[i][2] = slots[i][2] & ~mask
-            i += 1
-
     # -- when to be called again --------------------------------------------------------
     def _wake(self, now: float, decisions: list[Decision]) -> None:
         times = []
@@ -769,12 +696,11 @@ class SlurmPolicy(Policy):
             times.append(self.last_full + interval)
         if self.multifactor and (self.pending or self.running):
             times.append(self.next_decay)
-        for p in self.pending.values():
-            if p.eligible is None:
-                begin = max(p.sj.begin, p.job.requested_start
-                            if p.job.job_class is JobClass.DEDICATED else -1.0)
-                if begin > now:
-                    times.append(begin)
+        for p in self.not_before.values():
+            begin = max(p.sj.begin, p.job.requested_start
+                        if p.job.job_class is JobClass.DEDICATED else -1.0)
+            if begin > now:
+                times.append(begin)
         times.extend(at for at, _ in self.releasing)
         if times:
             wake = min(times)

@@ -9,8 +9,10 @@ age = min(now - eligible, PriorityMaxAge) / PriorityMaxAge (0 until the job is e
 fairshare = the user association's Fair Tree factor (or 2^(-U/S) classic); jobsize =
 (nodes / machine nodes + CPUs / machine CPUs) / 2, or one minus that with
 PriorityFavorSmall, or divided by the time limit with SMALL_RELATIVE_TO_TIME; partition =
-the partition's PriorityJobFactor over the largest; qos = the QOS's priority over the
-largest (QOS priorities come from `sacctmgr show qos`, which we do not read: 0).
+the partition's PriorityJobFactor over the largest; the CPUs are those asked for (one
+per node for a whole-node job), as Slurm reads them before a job starts; qos = the QOS's
+priority over the largest (QOS priorities come from `sacctmgr show qos`, which we do not
+read: 0).
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ class PriorityModel:
         fs = assoc.fs_factor if (assoc is not None and p.weight_fairshare) else 0.0
         js = 0.0
         if p.weight_job_size:
+            cpus = job.asked_cpus  # min_cpus: total_cpus is not set until it starts
             if p.small_relative_to_time:
-                size = max(job.min_nodes * self.cpus / self.nodes, float(job.cpus))
+                size = max(job.min_nodes * self.cpus / self.nodes, float(cpus))
                 minutes = max(job.time_limit / 60.0, 1.0) if job.time_limit != float("inf") \
                     else 1.0
                 js = size / minutes / self.cpus
@@ -51,9 +54,9 @@ class PriorityModel:
                     js = 1.0 - js
             elif p.favor_small:
                 js = ((self.nodes - job.min_nodes) / self.nodes
-                      + (self.cpus - job.cpus) / self.cpus) / 2
+                      + (self.cpus - cpus) / self.cpus) / 2
             else:
-                js = (job.min_nodes / self.nodes + job.cpus / self.cpus) / 2
+                js = (job.min_nodes / self.nodes + cpus / self.cpus) / 2
             js = min(max(js, 0.0), 1.0)
         part = 0.0
         if p.weight_partition:

@@ -76,17 +76,18 @@ class Nodes:
 
     __slots__ = ("total", "uniform", "idle", "some", "part")
 
-    def __init__(self, total: Sequence[int]):
+    def __init__(self, total: Sequence[int], uniform: int = -1, idle: int = -1,
+                 some: int = -1, part: dict[int, int] | None = None):
         self.total = total
-        self.uniform = total[0] if len(set(total)) == 1 else 0
-        self.idle = self.some = (1 << len(total)) - 1
-        self.part: dict[int, int] = {}
+        self.uniform = uniform if uniform >= 0 else (
+            total[0] if len(set(total)) == 1 else 0)
+        every = (1 << len(total)) - 1
+        self.idle = every if idle < 0 else idle
+        self.some = every if some < 0 else some
+        self.part: dict[int, int] = {} if part is None else part
 
     def copy(self) -> Nodes:
-        other = Nodes.__new__(Nodes)
-        other.total, other.uniform = self.total, self.uniform
-        other.idle, other.some, other.part = self.idle, self.some, dict(self.part)
-        return other
+        return Nodes(self.total, self.uniform, self.idle, self.some, dict(self.part))
 
     def free_of(self, node: int) -> int:
         if self.idle >> node & 1:

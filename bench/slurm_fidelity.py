@@ -1,0 +1,62 @@
+"""How close `schedd simulate --slurm-conf` is to a real Slurm, run by run.
+
+    .venv/bin/python bench/slurm_fidelity.py [--runs bench/slurm_reference/runs] [--markdown]
+
+For every reference run: the share of jobs whose simulated wait is within 0, 2 and 10 s
+of Slurm's, the total wait against Slurm's, and the first job (by submit time) that
+differs by more than 2 s. Beside each workload, Slurm against itself: the same figures
+between its real runs (every pair, pooled) — the ceiling. Also the CPU time of each
+simulation and of `easy` on the same trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from schedd.slurm.fidelity import (  # noqa: E402
+    Agreement,
+    agreement,
+    mean_between,
+    runs_of,
+    simulate_run,
+)
+
+RUNS = Path(__file__).resolve().parent / "slurm_reference" / "runs"
+
+
+def row(name: str, a: Agreement, seconds: float | None = None) -> str:
+    first = a.first_diverging
+    where = (f"job {first.job} (submitted at {first.submit:g} s): {first.wait_a:g} s "
+             f"vs {first.wait_b:g} s" if first else "none")
+    cpu = f" | {seconds * 1000:.0f} ms" if seconds is not None else " |"
+    return (f"| {name} | {a.jobs} | {a.within0:.0%} | {a.within2:.0%} | {a.within10:.0%} | "
+            f"{a.total_diff:+.1%} | {where}{cpu}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=Path, default=RUNS, help="reference runs' root")
+    args = parser.parse_args()
+    print("| run | jobs | = 0 s | <= 2 s | <= 10 s | total wait | first diverging (Slurm vs "
+          "other) | sim CPU |")
+    print("|---|---|---|---|---|---|---|---|")
+    for workload, runs in runs_of(args.runs).items():
+        ceiling = mean_between(runs)
+        if ceiling is not None:
+            print(row(f"**{workload}: Slurm vs Slurm**", ceiling))
+        for run in runs:
+            started = time.perf_counter()
+            sim = simulate_run(run)
+            print(row(f"{workload}/{run.name}: schedd vs Slurm", agreement(sim.pairs),
+                      sim.seconds))
+            del started
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

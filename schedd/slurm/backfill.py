@@ -1,0 +1,191 @@
+"""One cycle of Slurm 22.05's backfill scheduler (plugins/sched/backfill/backfill.c,
+`_attempt_backfill`), over a node-space map; compiled by mypyc (setup.py).
+
+The map (`NodeSpace`, Slurm's `node_space`) is a run of contiguous records [begin, end)
+with the nodes still available in each. For each candidate, in priority order:
+
+1. its nodes are those of its partition that every record overlapping
+   [start, start + time limit] leaves available; if too few, or if the will-run test then
+   fails, a later start is tried where the next record frees more (`later_start`);
+2. the will-run test (select.py) gives its expected start and placement;
+3. a job that can start now is started by the caller (a whole-node job then also takes
+   its nodes off the map until its expected end: `_bf_reserve_running`); otherwise, within
+   the window and without overlapping a record's taken nodes (`_test_resv_overlap`), its
+   nodes are taken off the map from its start to its end, both rounded down to the
+   resolution (`_add_reservation`).
+
+Times are seconds after the trace's time 0; `epoch` is its Unix time, because Slurm rounds
+to multiples of Unix time.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from collections.abc import Callable
+
+from .select import Nodes, Placement, Request, Running, will_run
+
+
+class Candidate:
+    """A pending job as one backfill cycle sees it."""
+
+    __slots__ = ("id", "usable", "limit", "req", "no_reserve")
+
+    def __init__(self, id: int, usable: int, limit: float, req: Request,
+                 no_reserve: bool) -> None:
+        self.id = id
+        self.usable = usable  # its partition's nodes
+        self.limit = limit  # its time limit (s), its partition's MaxTime at most
+        self.req = req
+        self.no_reserve = no_reserve  # bf_min_age/prio_reserve: start now or not at all
+
+
+def floor_to(t: float, res: int, epoch: float) -> float:
+    """t rounded down to a multiple of `res` seconds of Unix time."""
+    return ((t + epoch) // res) * res - epoch
+
+
+class NodeSpace:
+    """Contiguous records [begin[i], end[i]) with the nodes available in each."""
+
+    __slots__ = ("begin", "end", "mask", "res")
+
+    def __init__(self, begin: float, end: float, mask: int, res: int) -> None:
+        self.begin: list[float] = [begin]
+        self.end: list[float] = [end]
+        self.mask: list[int] = [mask]
+        self.res = res
+
+    def available(self, base: int, start: float, end_time: float) -> tuple[int, float]:
+        """(nodes of `base` free over every record overlapping [start, end_time], the end
+        of the first record after which more of `base` would be free, or 0)."""
+        avail = base
+        later = 0.0
+        n = len(self.begin)
+        ends, begins, masks = self.end, self.begin, self.mask
+        for j in range(n):
+            se = ends[j]
+            if later == 0.0 and se > start and j + 1 < n \
+                    and base & masks[j + 1] & ~(avail & masks[j]):
+                later = se
+            if se <= start:
+                continue
+            if begins[j] <= end_time:
+                avail &= masks[j]
+            else:
+                break
+        return avail, later
+
+    def overlaps(self, mask: int, start: float, end: float) -> bool:
+        """Whether `mask` takes a node that a record overlapping [start, end) has taken."""
+        for j in range(len(self.begin)):
+            if self.end[j] > start and self.begin[j] < end and mask & ~self.mask[j]:
+                return True
+        return False
+
+    def reserve(self, start: float, end: float, mask: int) -> None:
+        """Take `mask` off the map over [start, end) (at least one resolution long)."""
+        begins, ends, masks = self.begin, self.end, self.mask
+        start = max(start, begins[0])
+        if end < start + self.res:
+            end = start + self.res
+        i = 0
+        n = len(begins)
+        while i < n and ends[i] <= start:
+            i += 1
+        if i == n:
+            return
+        if begins[i] < start:  # split the record holding `start`
+            begins.insert(i + 1, start)
+            ends.insert(i + 1, ends[i])
+            masks.insert(i + 1, masks[i])
+            ends[i] = start
+            i += 1
+        while i < len(begins) and begins[i] < end:
+            if end < ends[i]:
+                begins.insert(i + 1, end)
+                ends.insert(i + 1, ends[i])
+                masks.insert(i + 1, masks[i])
+                ends[i] = end
+            masks[i] &= ~mask
+            i += 1
+
+
+def _by_end(run: Running) -> float:
+    return run.end
+
+
+def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
+                   running: list[Running], all_nodes: int, res: int, window: float,
+                   max_test: int, max_start: int, window_scale: int, epoch: float,
+                   start: Callable[[Candidate, Placement], Running]) -> tuple[bool, int]:
+    """Run one cycle; `start(candidate, placement)` starts a job now and returns it as a
+    running job. `running` is sorted by expected end. Returns (whether any job got an
+    expected start — Slurm's update that keeps the agent cycling — and jobs started)."""
+    space = NodeSpace(floor_to(now, res, epoch), floor_to(now + window, res, epoch),
+                      all_nodes, res)
+    estimates = False
+    tried = 0
+    started = 0
+    tested: dict[tuple[int, Request, bool], tuple[float, Placement] | None] = {}
+    for job in candidates:
+        if tried >= max_test:
+            break
+        limit = job.limit
+        req = job.req
+        start_res = now
+        counted = False
+        while True:
+            end_time = max(start_res, now) + limit
+            avail, later = space.available(job.usable, start_res, end_time)
+            if avail.bit_count() < req.min_nodes:
+                if later and not job.no_reserve:
+                    start_res = later
+                    continue
+                break
+            if not counted:
+                counted = True
+                tried += 1
+            key = (avail, req, job.no_reserve)
+            if key in tested:
+                found = tested[key]
+            else:  # same nodes, same request, nothing started since: same answer
+                found = will_run(nodes, avail, req, running, now, window_scale,
+                                 job.no_reserve, epoch)
+                tested[key] = found
+            if found is None:
+                if later and not job.no_reserve:
+                    start_res = later
+                    continue
+                break
+            when, place = found
+            when = max(when, start_res)
+            if when <= now:
+                tested.clear()
+                run = start(job, place)
+                insort(running, run, key=_by_end)
+                started += 1
+                if req.exclusive:  # _bf_reserve_running: whole nodes until its end
+                    space.reserve(space.begin[0], floor_to(run.end, res, epoch),
+                                  place.mask)
+                break
+            estimates = True
+            if job.no_reserve:
+                break
+            if later and when > later:
+                start_res = later
+                continue
+            if when > now + window:
+                break
+            s0 = floor_to(when, res, epoch)
+            e0 = floor_to(when + limit, res, epoch)
+            if when > now and space.overlaps(place.mask, s0, e0):
+                if when <= start_res:
+                    break  # no later start to try (Slurm would spin to bf_max_time)
+                start_res = when
+                continue
+            space.reserve(s0, e0, place.mask)
+            break
+        if max_start and started >= max_start:
+            break
+    return estimates or started > 0, started

@@ -1,0 +1,162 @@
+"""How close a simulation is to what a real Slurm did, job by job.
+
+A reference run (bench/slurm_reference/runs/WORKLOAD/rK/) holds a real Slurm's
+`sacct.txt`, the `slurm.conf` and `assoc.txt` it ran with and `jobmap.tsv` (workload job
+number -> Slurm job id). `simulate_run` imports the sacct output, simulates it with the
+`slurm` policy on that slurm.conf, and pairs each job's real wait with its simulated one;
+`between_runs` pairs two real runs of the same workload — Slurm's agreement with itself,
+the ceiling any emulation is measured against. `Agreement` says how close a pairing is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.engine import EngineOptions
+from ..policies.base import parse_options
+from ..sim import simulate
+from ..traces import normalize
+from .importers import import_log
+from .machine import SlurmSetup
+from .policy import SlurmOptions, SlurmPolicy
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One job's wait in two schedules (a real one first), and who started it."""
+
+    job: int  # the workload's job number (or the Slurm job id)
+    submit: float
+    wait_a: float
+    wait_b: float
+    how_a: str = ""
+    how_b: str = ""
+
+
+@dataclass(frozen=True)
+class Agreement:
+    jobs: int
+    within0: float  # fraction of jobs whose waits differ by at most 0, 2, 10 s
+    within2: float
+    within10: float
+    total_a: float
+    total_b: float
+    first_diverging: Paired | None
+
+    @property
+    def total_diff(self) -> float:
+        """(total wait b - total wait a) / total wait a."""
+        return (self.total_b - self.total_a) / self.total_a if self.total_a else 0.0
+
+
+def agreement(pairs: list[Paired], tolerance: float = 2.0) -> Agreement:
+    both = [p for p in pairs if math.isfinite(p.wait_a) and math.isfinite(p.wait_b)]
+    n = len(both)
+    diff = [abs(p.wait_b - p.wait_a) for p in both]
+    first = next((p for p in sorted(both, key=lambda p: (p.submit, p.job))
+                  if abs(p.wait_b - p.wait_a) > tolerance), None)
+    return Agreement(
+        n, sum(d == 0 for d in diff) / n if n else 0.0,
+        sum(d <= tolerance for d in diff) / n if n else 0.0,
+        sum(d <= 10 for d in diff) / n if n else 0.0,
+        float(sum(p.wait_a for p in both)), float(sum(p.wait_b for p in both)), first)
+
+
+_HOW = {1: "submit", 2: "main", 3: "backfill"}
+
+
+def _workload_ids(run: Path) -> dict[int, int]:
+    """Slurm job id -> workload job number, from jobmap.tsv (identity without it)."""
+    path = run / "jobmap.tsv"
+    out: dict[int, int] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines()[1:]:
+        cells = line.split("\t")
+        if len(cells) >= 2 and cells[0].isdigit() and cells[1].isdigit():
+            out[int(cells[1])] = int(cells[0])
+    return out
+
+
+def real_waits(run: Path) -> dict[int, tuple[float, float, str]]:
+    """workload job -> (submit, wait, who started it) of a real run; wait inf for a job
+    that never started."""
+    imported = import_log("slurm", str(run / "sacct.txt"))
+    cols = imported.trace.columns
+    ids = _workload_ids(run)
+    out = {}
+    for i in range(len(cols["job_id"])):
+        jid = int(cols["job_id"][i])
+        wait = float(cols["wait"][i])
+        out[ids.get(jid, jid)] = (float(cols["submit"][i]), wait if wait >= 0 else math.inf,
+                                  _HOW.get(int(cols["started_by"][i]), ""))
+    return out
+
+
+@dataclass
+class Simulated:
+    pairs: list[Paired]
+    policy: Any
+    seconds: float  # CPU time of the simulation itself
+
+
+def simulate_run(run: Path, **options: str) -> Simulated:
+    """Simulate a reference run's sacct output with its slurm.conf and associations."""
+    import time
+
+    imported = import_log("slurm", str(run / "sacct.txt"))
+    trace = normalize(imported.trace, procs_per_node=1, max_nodes=10**9)
+    assoc = run / "assoc.txt"
+    setup = SlurmSetup.read(str(run / "slurm.conf"), str(assoc) if assoc.exists() else None)
+    trace, jobs = setup.prepare(trace)
+    policy = SlurmPolicy(parse_options("slurm", SlurmOptions,
+                                       [f"{k}={v}" for k, v in options.items()]),
+                         setup.cluster)
+    setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    engine_options = EngineOptions(**policy.engine_overrides())  # type: ignore[arg-type]
+    started = time.process_time()
+    result = simulate(trace, setup.cluster, policy, engine_options=engine_options)
+    seconds = time.process_time() - started
+    ids = _workload_ids(run)
+    real = real_waits(run)
+    res = result.results
+    pairs = []
+    for i in range(len(res["id"])):
+        jid = int(res["id"][i])
+        key = ids.get(jid, jid)
+        submit, wait, how = real[key]
+        start = float(res["first_start"][i])
+        sim_wait = start - float(res["submit"][i]) if start >= 0 else math.inf
+        pairs.append(Paired(key, submit, wait, sim_wait, how,
+                            policy.started_by.get(jid, "")))
+    return Simulated(pairs, policy, seconds)
+
+
+def between_runs(a: Path, b: Path) -> list[Paired]:
+    """The same workload's jobs in two real runs, paired by workload job number."""
+    ra, rb = real_waits(a), real_waits(b)
+    return [Paired(k, ra[k][0], ra[k][1], rb[k][1], ra[k][2], rb[k][2])
+            for k in sorted(ra) if k in rb]
+
+
+def runs_of(root: Path) -> dict[str, list[Path]]:
+    """workload -> its run directories (each with a sacct.txt), sorted."""
+    out: dict[str, list[Path]] = {}
+    for workload in sorted(p for p in root.iterdir() if p.is_dir()):
+        runs = sorted(r for r in workload.iterdir() if (r / "sacct.txt").exists())
+        if runs:
+            out[workload.name] = runs
+    return out
+
+
+def mean_between(runs: list[Path]) -> Agreement | None:
+    """Slurm against itself: the pairing of every two runs, pooled."""
+    pairs = []
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            pairs += between_runs(runs[i], runs[j])
+    return agreement(pairs) if pairs else None
+
