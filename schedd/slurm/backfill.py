@@ -122,13 +122,26 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
     """Run one cycle; `start(candidate, placement)` starts a job now and returns it as a
     running job. `running` is sorted by expected end. Returns (whether any job got an
     expected start — Slurm's update that keeps the agent cycling — and jobs started)."""
+    # Only a job that fits the free CPUs of its partition now can start in this cycle:
+    # starts take CPUs and reservations take nodes, nothing gives any back. Jobs after the
+    # last such job only get expected starts, which nothing keeps past the cycle: a cycle
+    # stops there, and a cycle with no such job starts nothing. The first job's own
+    # expected start exists whenever it fits its partition at all (the import drops jobs
+    # that never do), so the agent's "update" is whether any job waits.
+    last = -1
+    for i in range(len(candidates)):
+        if nodes.could_fit(candidates[i].req, candidates[i].usable):
+            last = i
+    if last < 0:
+        return bool(candidates), 0
     space = NodeSpace(floor_to(now, res, epoch), floor_to(now + window, res, epoch),
                       all_nodes, res)
     estimates = False
     tried = 0
     started = 0
     tested: dict[tuple[int, Request, bool], tuple[float, Placement] | None] = {}
-    for job in candidates:
+    for i in range(last + 1):
+        job = candidates[i]
         if tried >= max_test:
             break
         limit = job.limit
@@ -188,4 +201,4 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
             break
         if max_start and started >= max_start:
             break
-    return estimates or started > 0, started
+    return estimates or started > 0 or len(candidates) > last + 1, started
