@@ -1,9 +1,11 @@
 """`schedd serve`: build the engine, recover the journal, serve gRPC, metrics and MQTT.
 
-Startup order: journal (refuse one written with other settings) -> engine and recovery ->
-gRPC server (with health checking and reflection) -> metrics -> MQTT bus -> iterations.
-SIGTERM/SIGINT stop it cleanly (health goes NOT_SERVING, progress is written); a crash or
-`kill -9` loses nothing that was acknowledged (docs/daemon.md).
+Startup order: every option checked -> journal (locked against a second daemon; a damaged
+one, or one written with other settings, is refused) -> engine and recovery -> gRPC
+server (with health checking and reflection) -> metrics -> MQTT bus -> iterations. A start
+that fails removes a journal it had just made. SIGTERM/SIGINT stop it cleanly (health goes
+NOT_SERVING, progress is written); a crash or `kill -9` loses nothing that was
+acknowledged (docs/daemon.md).
 """
 
 from __future__ import annotations
@@ -105,7 +107,6 @@ class Daemon:
     def __init__(self, args: argparse.Namespace):
         from ..core.cluster_spec import parse_cluster
         from ..options import engine_options_from
-        from ..sim import max_job_nodes
 
         self.args = args
         try:  # SCHEDD_GC_THRESHOLDS (docs/daemon.md, Collector pauses), before any file
@@ -132,9 +133,25 @@ class Daemon:
                        else TokenStore(None))
         if bool(args.tls_cert) != bool(args.tls_key):
             raise StartupError("TLS needs both --tls-cert and --tls-key")
+        self.mqtt_password = _mqtt_password(args)
+        # SCHEDD_MAX_WAITING: requests that may wait for the journal before the next is
+        # refused with RESOURCE_EXHAUSTED (docs/daemon.md, Back-pressure).
+        self.max_waiting = _env_count("SCHEDD_MAX_WAITING", MAX_WAITING)
         self.metrics = DaemonMetrics(snapshot=lambda: self.host.snapshot())
+        # After every check of the options: a refused start makes no file.
         self.journal = Journal(args.state_db,
                                on_commit_seconds=self.metrics.journal_commit.observe)
+        try:
+            self._assemble(args, primary, fallback)
+        except BaseException:
+            self.journal.discard_if_new()
+            raise
+        for note in self.journal.notes:
+            log.warning("journal check", note=note)
+
+    def _assemble(self, args: argparse.Namespace, primary: Any, fallback: Any) -> None:
+        from ..sim import max_job_nodes
+
         self.engine = Engine(self.cluster, None, seed=args.seed, options=self.engine_options)
         # The run record behind segments.csv / timeseries.csv (GetResults table=...).
         self.engine.recorder = RunRecorder()
@@ -146,7 +163,6 @@ class Daemon:
         self.clock = VirtualClock(args.clock, args.speedup, args.start_time)
         self.metrics.speedup = self.clock.speedup  # the clock lag in wall seconds
         self.metrics.start_policies(primary.name, fallback.name)
-        self.mqtt_password = _mqtt_password(args)
         self.events = EventLog(self.name)
         self.host = EngineHost(self.engine, self.policy, self.clock, self.journal,
                                self.metrics, self.events, tick=args.tick)
@@ -166,9 +182,7 @@ class Daemon:
             agents=args.agents,
             policy_spec=json.dumps({"policy": args.policy, "options": list(args.opt),
                                     "fallback": args.fallback, "budget": args.budget}))
-        # SCHEDD_MAX_WAITING: requests that may wait for the journal before the next is
-        # refused with RESOURCE_EXHAUSTED (docs/daemon.md, Back-pressure).
-        self.service.max_waiting = _env_count("SCHEDD_MAX_WAITING", MAX_WAITING)
+        self.service.max_waiting = self.max_waiting
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()
         self.port = 0
@@ -377,6 +391,16 @@ class Daemon:
         self._stopped.set()
         log.info("stopped")
 
+    def abandon(self) -> None:
+        """After a failed start: close what was opened; a journal made by this start,
+        with nothing in it yet, is removed (the files it made)."""
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+        self.host.close()
+        if self.journal.discard_if_new():
+            log.info("removed the new journal of a start that failed",
+                     state_db=self.args.state_db)
+
 
 def _mqtt_password(args: argparse.Namespace) -> str | None:
     """The broker password: the first line of --mqtt-password-file."""
@@ -406,6 +430,9 @@ async def _serve(args: argparse.Namespace) -> int:
     except RecoverAgain:
         daemon.journal.close()
         os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    except BaseException:
+        daemon.abandon()  # a command that fails creates nothing
+        raise
     print(f"schedd: serving {daemon.name} on {args.listen[0]}:{daemon.port}"
           + (f", metrics on http://{args.metrics_host}:{daemon.metrics_port}/metrics"
              if daemon.metrics_port else ""), file=sys.stderr, flush=True)
