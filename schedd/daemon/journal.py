@@ -210,6 +210,10 @@ class Journal:
         self.created = False  # a new journal, made by this process
         self._made: list[str] = []  # files this process made (a failed start removes them)
         self.notes: list[str] = []  # what the start-up check noticed, short of damage
+        # Whether the last write failed (a full disk): health says NOT_SERVING until one
+        # works. `on_write_state(failing)` is called, from the writer thread, on a change.
+        self.writes_failing = False
+        self.on_write_state: Callable[[bool], None] | None = None
         try:
             self._executor.submit(self._open, check).result()
         except BaseException:
@@ -342,8 +346,33 @@ class Journal:
             if db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
+            if not isinstance(err, sqlite3.IntegrityError):  # a constraint: not the disk
+                self._write_state(failing=True)
             raise JournalError(f"the journal {self.path} could not be written ({err}); "
                                "nothing was recorded") from None
+        self._write_state(failing=False)
+
+    def _write_state(self, failing: bool) -> None:
+        if failing != self.writes_failing:
+            self.writes_failing = failing
+            if self.on_write_state is not None:
+                self.on_write_state(failing)
+
+    def probe(self) -> bool:
+        """Try one small write (while writes fail: is there room again?). True when it
+        was committed. It records only when the journal was last found writable."""
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('writable_at', ?)",
+                       (repr(time.time()),))
+
+        try:
+            self._executor.submit(self._transaction, work).result()
+        except (JournalError, RuntimeError):  # RuntimeError: closed meanwhile
+            return False
+        return True
+
+    async def probe_async(self) -> bool:
+        return await asyncio.get_running_loop().run_in_executor(None, self.probe)
 
     def _write(self, stimuli: list[Stimulus]) -> None:
         start = time.perf_counter()

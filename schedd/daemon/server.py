@@ -5,13 +5,15 @@ one, or one written with other settings, is refused) -> engine and recovery -> g
 server (with health checking and reflection) -> metrics -> MQTT bus -> iterations. A start
 that fails removes a journal it had just made. SIGTERM/SIGINT stop it cleanly (health goes
 NOT_SERVING, progress is written); a crash or `kill -9` loses nothing that was
-acknowledged (docs/daemon.md).
+acknowledged (docs/daemon.md). While the journal cannot be written (a full disk) health
+says NOT_SERVING, and a probe write every second finds out when it can again.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -54,6 +56,7 @@ log = structlog.get_logger("schedd.serve")
 SERVICE_NAME = "schedd.v1.Scheduler"
 EXIT_ENGINE_FAILED = 3  # docs/daemon.md: the engine failed; restart the daemon
 TASK_STOP_GRACE_S = 2.0  # after each cancellation of the background tasks at shutdown
+JOURNAL_PROBE_S = 1.0  # wall seconds between probe writes while the journal cannot be written
 
 
 class StartupError(RuntimeError):
@@ -194,6 +197,8 @@ class Daemon:
         self.exit_code = 0  # EXIT_ENGINE_FAILED once the engine has failed
         self._failing: asyncio.Task[None] | None = None
         self.host.on_failure = self._engine_failed
+        self._serving = False  # health may say SERVING (not stopping, engine not failed)
+        self._journal_changed: asyncio.Event | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def _recover(self) -> None:
@@ -291,12 +296,52 @@ class Daemon:
         if self.args.mqtt:
             self._start_bus()
         self._tasks.append(asyncio.create_task(self.host.run(), name="schedd-host"))
-        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        self._watch_journal_writes()
+        self._serving = True
+        await self._set_health(not self.journal.writes_failing)
         log.info("serving", listen=f"{host}:{self.port}", tls=bool(self.args.tls_cert),
                  auth=self.tokens.enabled, cluster=self.name, policy=self.policy.name,
                  clock=self.clock.mode, speedup=self.clock.speedup,
                  metrics_port=self.metrics_port or None, state_db=self.args.state_db)
+
+    async def _set_health(self, serving: bool) -> None:
+        status = (health_pb2.HealthCheckResponse.SERVING if serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.health.set("", status)
+        await self.health.set(SERVICE_NAME, status)
+
+    def _watch_journal_writes(self) -> None:
+        """Health follows the journal: NOT_SERVING from a failed write (a full disk: the
+        engine cannot move on, nothing can be acknowledged) until one succeeds; a probe
+        write every JOURNAL_PROBE_S finds out when, even with no request coming."""
+        loop = asyncio.get_running_loop()
+        changed = self._journal_changed = asyncio.Event()
+
+        def on_write_state(failing: bool) -> None:  # the journal's writer thread
+            loop.call_soon_threadsafe(changed.set)
+
+        self.journal.on_write_state = on_write_state
+        self._tasks.append(asyncio.create_task(self._follow_journal(changed),
+                                               name="schedd-journal-health"))
+
+    async def _follow_journal(self, changed: asyncio.Event) -> None:
+        while True:
+            await changed.wait()
+            changed.clear()
+            if not self.journal.writes_failing:
+                if self._serving:
+                    log.info("the journal is writable again; health SERVING")
+                    await self._set_health(True)
+                continue
+            if self._serving:
+                log.error("the journal cannot be written; health NOT_SERVING until a write "
+                          "succeeds")
+                await self._set_health(False)
+            while self.journal.writes_failing:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), JOURNAL_PROBE_S)
+                if self.journal.writes_failing:
+                    await self.journal.probe_async()
 
     def _tls_credentials(self) -> grpc.ServerCredentials:
         pem = {}
@@ -337,8 +382,8 @@ class Daemon:
                                                                name="schedd-failed")
 
     async def _stop_failed(self) -> None:
-        await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        self._serving = False
+        await self._set_health(False)
         await self.stop(grace=1.0)
 
     def _publish_command(self, cmd: Command) -> None:
@@ -376,6 +421,7 @@ class Daemon:
     async def stop(self, grace: float = 2.0) -> None:
         if self._stopped.is_set():
             return
+        self._serving = False
         await self.health.enter_graceful_shutdown()
         self.events.close()  # watchers end now, told where to resume, not at the grace
         if self.server is not None:
