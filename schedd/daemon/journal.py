@@ -233,9 +233,9 @@ class Journal:
             except LockHeld as err:
                 raise JournalError(f"{err}; nothing was changed (stop that process first, "
                                    "or give another --state-db)") from None
-            except OSError as err:
-                raise JournalError(f"cannot lock the journal {self.path} "
-                                   f"({err.strerror})") from None
+            except OSError as err:  # its folder is missing or not writable, say
+                raise JournalError(f"cannot open the journal {self.path}: cannot create "
+                                   f"its lock file {err.filename} ({err.strerror})") from None
             fresh = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
             if (not fresh and check) or (fresh and earlier_traces(self.path)):
                 report = check_journal(self.path, quick=True)
