@@ -19,9 +19,13 @@ What is kept:
 * `rejected`: stimuli the engine raised on during recovery, with the error (quarantined:
   recovery goes on without them; `schedd journal check` lists them).
 
-Next to the file, `FILE-acked` holds the last acknowledged sequence number (written after
-each commit, not synced: it can lag, never lead). A journal whose stimuli end before that
-number lost acknowledged requests (a truncated or garbled write-ahead log) and is refused.
+Next to the file, `FILE-acked` holds the last acknowledged sequence number and its CRC-32
+(written after each commit, not synced: it can lag, never lead). A journal whose stimuli
+end before that number lost acknowledged requests (a truncated or garbled write-ahead
+log) and is refused; so is one whose write-ahead log lacks frames that SQLite's own index
+of it, left by a crash, records as committed (wal_witness.py), and a missing or empty
+file next to any such trace of an earlier journal. A new journal is made only where
+nothing was. `FILE-lock` keeps a second process off the journal (journal_lock.py).
 
 Recovery replays the stimuli through a fresh engine at their `applied_at` times, which
 rebuilds the same state (the engine is deterministic); stimuli accepted but not applied
@@ -42,8 +46,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .journal_check import acked_path, check_journal, row_crc
+from .journal_check import (
+    acked_path,
+    acked_record,
+    check_journal,
+    earlier_traces,
+    file_uri,
+    row_crc,
+    side_files,
+)
 from .journal_json import json_text
+from .journal_lock import JournalLock, LockHeld
 from .records import Stimulus
 from .wal_checkpoints import ROWS, SAFETY_PAGES, WalCheckpointer
 
@@ -193,7 +206,20 @@ class Journal:
         self._changes_checkpointed = 0  # the writer's total_changes when one was last due
         self.request_id_seconds = request_id_days() * 86400.0
         self.on_committed: Callable[[list[Stimulus]], None] | None = None
-        self._executor.submit(self._open, check).result()
+        self._lock: JournalLock | None = None
+        self.created = False  # a new journal, made by this process
+        self._made: list[str] = []  # files this process made (a failed start removes them)
+        self.notes: list[str] = []  # what the start-up check noticed, short of damage
+        # Whether the last write failed (a full disk): health says NOT_SERVING until one
+        # works. `on_write_state(failing)` is called, from the writer thread, on a change.
+        self.writes_failing = False
+        self.on_write_state: Callable[[bool], None] | None = None
+        try:
+            self._executor.submit(self._open, check).result()
+        except BaseException:
+            self._executor.submit(self._abandon).result()
+            self._executor.shutdown(wait=True)
+            raise
 
     @property
     def on_disk(self) -> bool:
@@ -201,15 +227,32 @@ class Journal:
 
     # ------------------------------------------------------------------ writer thread
     def _open(self, check: bool) -> None:
-        existed = self.on_disk and os.path.exists(self.path) and os.path.getsize(self.path) > 0
-        if existed and check:
-            report = check_journal(self.path, quick=True)
-            if report.problems:
-                raise JournalError(f"the journal {self.path} is damaged: "
-                                   f"{report.problems[0]}; nothing was changed (see "
-                                   f"`schedd journal check {self.path}`)")
+        if self.on_disk:
+            try:
+                lock = self._lock = JournalLock.take(self.path)
+            except LockHeld as err:
+                raise JournalError(f"{err}; nothing was changed (stop that process first, "
+                                   "or give another --state-db)") from None
+            except OSError as err:  # its folder is missing or not writable, say
+                raise JournalError(f"cannot open the journal {self.path}: cannot create "
+                                   f"its lock file {err.filename} ({err.strerror})") from None
+            fresh = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+            if (not fresh and check) or (fresh and earlier_traces(self.path)):
+                report = check_journal(self.path, quick=True)
+                if report.problems:
+                    raise JournalError(f"the journal {self.path} is damaged: "
+                                       f"{report.problems[0]}; nothing was changed (see "
+                                       f"`schedd journal check {self.path}`)")
+                self.notes = report.notes
+            assert lock is not None  # take() creates the file
+            lock.sign()
+            if fresh:  # nothing was here: everything made from now on is this run's
+                self.created = True
+                self._made = [p for p in (self.path, *side_files(self.path))
+                              if not os.path.exists(p)]
         try:
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db = db
             if self.on_disk:
                 mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if mode.lower() != "wal":
@@ -232,7 +275,6 @@ class Journal:
                               "UNION ALL SELECT MAX(seq) FROM rejected)").fetchone()[0]
         except sqlite3.DatabaseError as err:
             raise JournalError(f"cannot open the journal {self.path}: {err}") from None
-        self._db = db
         self._next_seq = int(last or 0) + 1
         if self.on_disk:
             try:
@@ -240,13 +282,50 @@ class Journal:
             except OSError as err:
                 raise JournalError(f"cannot open {acked_path(self.path)}: "
                                    f"{err.strerror}") from None
-            if not existed:  # a new journal: a stale mark of a deleted one means nothing
-                self._write_acked(0)
+            # The check found none missing up to the old mark: the journal's last is the
+            # mark now (a missing or damaged mark is made whole again).
+            self._write_acked(self._next_seq - 1)
             self._wal = WalCheckpointer(self.path)
+
+    def _abandon(self) -> None:
+        """Undo a start that failed: close, remove what this process made of a new
+        journal (a refused or failed start leaves nothing behind), drop the lock."""
+        if self._wal is not None:
+            self._wal.close()
+            self._wal = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._acked_fd is not None:
+            os.close(self._acked_fd)
+            self._acked_fd = None
+        for name in self._made:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        if self.created and self.path not in self._made:
+            with contextlib.suppress(OSError):  # an empty file was there: empty again
+                os.truncate(self.path, 0)
+        if self._lock is not None:
+            self._lock.release(remove=True, path=self.path)
+            self._lock = None
+
+    def discard_if_new(self) -> bool:
+        """A start that failed after the journal was opened (a port in use, say): close
+        it, and when it is a new journal with no stimulus, remove every file it made.
+        True when removed."""
+        if not self.created or self._next_seq != 1:
+            self.close(remove_lock=True)
+            return False
+        if self._read_db is not None:
+            self._read_db.close()
+            self._read_db = None
+        self._executor.submit(self._abandon).result()
+        self._executor.shutdown(wait=True)
+        return True
 
     def _write_acked(self, seq: int) -> None:
         if self._acked_fd is not None:
-            os.pwrite(self._acked_fd, f"{seq:<20d}\n".encode(), 0)
+            os.pwrite(self._acked_fd, acked_record(seq), 0)  # one write of 32 bytes
 
     def _transaction(self, work: Callable[[sqlite3.Connection], None]) -> None:
         """BEGIN IMMEDIATE; work; COMMIT. A failure rolls back (when SQLite has not done
@@ -267,8 +346,33 @@ class Journal:
             if db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
+            if not isinstance(err, sqlite3.IntegrityError):  # a constraint: not the disk
+                self._write_state(failing=True)
             raise JournalError(f"the journal {self.path} could not be written ({err}); "
                                "nothing was recorded") from None
+        self._write_state(failing=False)
+
+    def _write_state(self, failing: bool) -> None:
+        if failing != self.writes_failing:
+            self.writes_failing = failing
+            if self.on_write_state is not None:
+                self.on_write_state(failing)
+
+    def probe(self) -> bool:
+        """Try one small write (while writes fail: is there room again?). True when it
+        was committed. It records only when the journal was last found writable."""
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('writable_at', ?)",
+                       (repr(time.time()),))
+
+        try:
+            self._executor.submit(self._transaction, work).result()
+        except (JournalError, RuntimeError):  # RuntimeError: closed meanwhile
+            return False
+        return True
+
+    async def probe_async(self) -> bool:
+        return await asyncio.get_running_loop().run_in_executor(None, self.probe)
 
     def _write(self, stimuli: list[Stimulus]) -> None:
         start = time.perf_counter()
@@ -444,7 +548,8 @@ class Journal:
                 yield [r[0] for r in rows[lo:lo + chunk]]
             return
         # The caller pulls chunks from pool threads one after another (never at once).
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        db = sqlite3.connect(file_uri(self.path, "mode=ro"), uri=True,
+                             check_same_thread=False)
         try:
             cur = db.execute(sql, params)
             while True:
@@ -561,14 +666,16 @@ class Journal:
         writer); for `:memory:` the writer's own connection, through its thread."""
         if self._read_db is None:
             if self.on_disk:
-                self._read_db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
+                self._read_db = sqlite3.connect(file_uri(self.path, "mode=ro"), uri=True,
                                                 check_same_thread=False)
             else:
                 self._read_db = _ThreadedReader(self)  # type: ignore[assignment]
         assert self._read_db is not None
         return self._read_db
 
-    def close(self) -> None:
+    def close(self, remove_lock: bool = False) -> None:
+        """`remove_lock`: also remove the lock file if this process made it (a failed
+        start)."""
         def close_db() -> None:
             if self._wal is not None:  # first: the writer, closing last, checkpoints
                 self._wal.close()
@@ -579,6 +686,9 @@ class Journal:
             if self._acked_fd is not None:
                 os.close(self._acked_fd)
                 self._acked_fd = None
+            if self._lock is not None:  # last: the files are closed
+                self._lock.release(remove=remove_lock, path=self.path)
+                self._lock = None
 
         if self._read_db is not None and self.on_disk:
             self._read_db.close()

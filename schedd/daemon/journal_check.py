@@ -1,9 +1,17 @@
 """Is a journal file sound? SQLite's own check plus the journal's invariants.
 
-Read-only: the file is opened with `mode=ro`, so a damaged journal (or its write-ahead log)
-is never checkpointed, merged or otherwise changed by looking at it.
+Read-only: nothing next to the journal is changed by looking at it. A journal no daemon
+holds is read with SQLite's index of its write-ahead log (`-shm`) opened read-only
+(`readonly_shm`: SQLite builds a private index in memory) or, without a log, as an
+immutable file; a connection allowed to write would reset that index, fold a damaged log
+into the file and erase the evidence. A journal a daemon holds (its lock, journal_lock.py)
+is read as one more reader; the log is then not checked against the index.
 
 Invariants:
+* a journal's database file is missing or empty only where no trace of one is left (its
+  write-ahead log, SQLite's index of it, `FILE-acked`): otherwise the file was lost;
+* the write-ahead log holds every frame SQLite's index left after a crash records as
+  committed, with a valid checksum chain (wal_witness.py);
 * SQLite `PRAGMA integrity_check` (or `quick_check`) says ok;
 * every stimulus row matches its CRC-32 (damage inside a record's text);
 * it is a schedd journal (its tables are there, the settings are recorded);
@@ -16,19 +24,25 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from .wal_witness import log_exists, log_problem
 
 REQUIRED = ("meta", "stimuli", "overruns", "progress")
 RESULTS_STORE = {"finished", "results", "run_record", "requests"}  # looked up: `check` only
+ACKED_BYTES = 32  # one fixed-size record, written in one call at offset 0
 
 
 @dataclass
 class CheckReport:
     path: str
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # worth saying, not damage
     rejected: list[tuple[int, str, str]] = field(default_factory=list)  # seq, kind, error
     stimuli: int = 0
     last_seq: int = 0
@@ -52,33 +66,109 @@ def acked_path(path: str) -> str:
     return f"{path}-acked"
 
 
-def read_acked(path: str) -> int | None:
-    """The last acknowledged sequence number recorded next to the journal, if any."""
+def side_files(path: str) -> tuple[str, str, str]:
+    """The files a journal leaves next to it: SQLite's write-ahead log and its index,
+    and the acknowledged mark."""
+    return f"{path}-wal", f"{path}-shm", acked_path(path)
+
+
+def earlier_traces(path: str) -> list[str]:
+    """The side files of an earlier journal at `path` that exist."""
+    return [p for p in side_files(path) if os.path.lexists(p)]
+
+
+def acked_record(seq: int) -> bytes:
+    """`FILE-acked`'s content: the mark and a CRC-32 of it, so that a damaged mark is
+    known as such rather than read as another number."""
+    text = f"{seq} {zlib.crc32(f'acked {seq}'.encode()):08x}"
+    return text.ljust(ACKED_BYTES - 1).encode() + b"\n"
+
+
+def read_acked(path: str) -> tuple[int | None, str | None]:
+    """The last acknowledged sequence number recorded next to the journal, or None, and
+    a note when the file is there but unreadable (then it witnesses nothing)."""
+    name = acked_path(path)
     try:
-        with open(acked_path(path), "rb") as f:
-            text = f.read(64).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+        with open(name, "rb") as f:
+            raw = f.read(ACKED_BYTES + 1)
+    except FileNotFoundError:
+        return None, None
+    except OSError as err:
+        return None, f"{name} cannot be read ({err.strerror}): ignored"
+    words = raw.decode("ascii", "replace").split()
+    if len(words) == 1 and words[0].isascii() and words[0].isdigit():
+        return int(words[0]), None  # written by an earlier version, without a checksum
+    if (len(words) == 2 and words[0].isascii() and words[0].isdigit()
+            and words[1] == f"{zlib.crc32(f'acked {words[0]}'.encode()):08x}"):
+        return int(words[0]), None
+    return None, (f"{name} is damaged (not a mark with its checksum): ignored; it is "
+                  "written again at the next commit")
 
 
-def check_journal(path: str, quick: bool = False) -> CheckReport:
+def file_uri(path: str, query: str) -> str:
+    """An SQLite URI for `path` (its `%`, `?` and `#` escaped) with `query`."""
+    quoted = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{quoted}?{query}"
+
+
+@contextlib.contextmanager
+def open_readonly(path: str, live: bool) -> Iterator[sqlite3.Connection]:
+    """A connection that cannot change the journal or anything next to it (see the
+    module's docstring). `live`: a daemon holds the journal."""
+    made_shm = ""
+    if live:
+        uri = file_uri(path, "mode=ro")
+    elif log_exists(path):
+        shm = f"{path}-shm"
+        if not os.path.lexists(shm):  # readonly_shm opens it, never creates it
+            with open(shm, "xb"):
+                made_shm = shm
+        uri = file_uri(path, "mode=ro&readonly_shm=1")
+    else:
+        uri = file_uri(path, "mode=ro&immutable=1")
+    try:
+        db = sqlite3.connect(uri, uri=True)
+        try:
+            yield db
+        finally:
+            db.close()
+    finally:
+        if made_shm:
+            with contextlib.suppress(OSError):
+                os.unlink(made_shm)
+
+
+def check_journal(path: str, quick: bool = False, live: bool = False) -> CheckReport:
+    """`live`: a daemon holds the journal (its log is then not checked against the
+    index, which the daemon keeps changing)."""
     report = CheckReport(path)
+    traces = earlier_traces(path)
+    left = f"{', '.join(traces)} remain from an earlier journal" if traces else ""
     if not os.path.exists(path):
-        report.problems.append("there is no such file")
+        report.problems.append(f"its database file is missing but {left} (a new journal is "
+                               "made only where none was)" if traces else
+                               "there is no such file")
         return report
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as err:
-        report.problems.append(f"SQLite cannot open it ({err})")
+    if os.path.getsize(path) == 0:
+        report.problems.append(f"its database file is empty but {left} (a new journal is "
+                               "made only where none was)" if traces else
+                               "the file is empty (not a journal yet)")
         return report
+    acked, note = read_acked(path)
+    if note:
+        report.notes.append(note)
+    # Before any connection: the first one to open the journal resets SQLite's index.
+    lost = None if live else log_problem(path)
     try:
-        _check(db, report, quick, read_acked(path))
+        with open_readonly(path, live) as db:
+            _check(db, report, quick, acked)
     except sqlite3.DatabaseError as err:
         report.problems.append(f"SQLite cannot read it ({err}): the file is corrupt or not "
                                "a journal")
-    finally:
-        db.close()
+    except OSError as err:
+        report.problems.append(f"it cannot be read ({err.strerror})")
+    if lost:  # after a missing acknowledged request, which says more
+        report.problems.append(lost)
     return report
 
 

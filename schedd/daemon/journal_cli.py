@@ -6,6 +6,12 @@
   binary values (the snapshot, result rows) as {"base64": ...}.
 * compact: copy the journal's write-ahead log into the file and VACUUM it (a stopped
   daemon's journal only; refused when the check fails).
+
+check and export change nothing and may run next to a live daemon: they take the
+journal's lock shared (journal_lock.py), and when a daemon holds it they read the live
+journal as one more reader (its write-ahead log is then not checked against SQLite's
+index). compact takes the lock exclusively, so it refuses a journal a daemon holds, and
+no daemon starts on the journal while it runs.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import argparse
 import base64
 import contextlib
 import json
+import os
 import sqlite3
 import sys
 from typing import Any, TextIO
 
-from .journal_check import check_journal
+from .journal_check import check_journal, earlier_traces, open_readonly
+from .journal_lock import JournalLock, LockHeld
 
 EXPORT_ORDER = ("meta", "progress", "overruns", "snapshot", "stimuli", "requests",
                 "rejected", "finished", "finished_counts", "results", "run_record")
@@ -55,10 +63,28 @@ def run(args: argparse.Namespace) -> int:
     return _compact(args.file)
 
 
+def _shared_lock(path: str) -> tuple[JournalLock | None, bool]:
+    """The journal's lock taken shared (None without a lock file), and whether a daemon
+    (or a compaction) holds it instead: the journal is live."""
+    try:
+        return JournalLock.take(path, shared=True, create=False), False
+    except LockHeld:
+        return None, True
+    except OSError:
+        return None, False
+
+
 def _check(path: str, quick: bool) -> int:
-    report = check_journal(path, quick=quick)
+    lock, live = _shared_lock(path)
+    try:
+        report = check_journal(path, quick=quick, live=live)
+    finally:
+        if lock is not None:
+            lock.release()
     for seq, kind, error in report.rejected:
         print(f"{path}: quarantined stimulus {seq} ({kind}): {error}")
+    for note in report.notes:
+        print(f"{path}: note: {note}")
     if not report.ok:
         for problem in report.problems:
             print(f"{path}: {problem}")
@@ -67,29 +93,37 @@ def _check(path: str, quick: bool) -> int:
     clock = ("no progress recorded" if report.engine_time is None else
              f"engine time {report.engine_time:g}, clock {report.clock:g}")
     stored = "" if quick else f"{report.finished} finished jobs stored; "
+    held = "; held by a running daemon" if live else ""
     print(f"{path}: ok ({report.stimuli} stimuli, last sequence number "
-          f"{report.last_seq}{acked}; {len(report.rejected)} quarantined; {stored}{clock})")
+          f"{report.last_seq}{acked}; {len(report.rejected)} quarantined; {stored}{clock}"
+          f"{held})")
     return 0
 
 
 def _export(path: str, out: str) -> int:
-    report = check_journal(path, quick=True)
-    if report.problems and "no such file" in report.problems[0]:
-        print(f"schedd: error: {path}: {report.problems[0]}", file=sys.stderr)
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        traces = earlier_traces(path)
+        what = "there is no such file" if not os.path.exists(path) else "the file is empty"
+        left = f" ({', '.join(traces)} remain from an earlier journal)" if traces else ""
+        print(f"schedd: error: {path}: {what}{left}", file=sys.stderr)
         return 2
+    lock, live = _shared_lock(path)
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        if out == "-":
-            _dump(db, sys.stdout)
-        else:
-            with open(out, "w") as f:
-                _dump(db, f)
+        with open_readonly(path, live) as db:
+            if out == "-":
+                _dump(db, sys.stdout)
+            else:
+                with open(out, "w") as f:
+                    _dump(db, f)
     except sqlite3.DatabaseError as err:
         print(f"schedd: error: {path}: SQLite cannot read it ({err})", file=sys.stderr)
         return 2
     except OSError as err:
         print(f"schedd: error: cannot write {out}: {err.strerror}", file=sys.stderr)
         return 2
+    finally:
+        if lock is not None:
+            lock.release()
     return 0
 
 
@@ -112,32 +146,45 @@ def _dump(db: sqlite3.Connection, f: TextIO) -> None:
 
 
 def _compact(path: str) -> int:
-    import os
-
-    report = check_journal(path)
-    if not report.ok:
-        print(f"schedd: error: {path}: {report.problems[0]}; not compacted (see "
-              f"`schedd journal check {path}`)", file=sys.stderr)
+    if not os.path.exists(path):
+        print(f"schedd: error: {path}: there is no such file", file=sys.stderr)
         return 2
-    before = _size(path)
-    try:
-        db = sqlite3.connect(path, isolation_level=None, timeout=0.5)
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        db.execute("VACUUM")
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        db.close()
-    except sqlite3.Error as err:
-        print(f"schedd: error: cannot compact {path} ({err}); is a daemon using it?",
+    try:  # held while it runs: no daemon starts on a journal being compacted
+        lock = JournalLock.take(path)
+    except LockHeld as err:
+        print(f"schedd: error: {err}; not compacted (stop the daemon first)",
               file=sys.stderr)
         return 2
+    except OSError as err:
+        print(f"schedd: error: cannot lock {path} ({err.strerror})", file=sys.stderr)
+        return 2
+    assert lock is not None
+    compacted = False
+    try:
+        report = check_journal(path)
+        if not report.ok:
+            print(f"schedd: error: {path}: {report.problems[0]}; not compacted (see "
+                  f"`schedd journal check {path}`)", file=sys.stderr)
+            return 2
+        before = _size(path)
+        try:
+            db = sqlite3.connect(path, isolation_level=None, timeout=0.5)
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            db.close()
+        except sqlite3.Error as err:
+            print(f"schedd: error: cannot compact {path} ({err})", file=sys.stderr)
+            return 2
+        compacted = True
+    finally:
+        lock.release(remove=not compacted, path=path)
     after = _size(path)
     print(f"{path}: compacted, {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB "
           f"({report.stimuli} stimuli kept)")
-    return 0 if os.path.exists(path) else 2
+    return 0
 
 
 def _size(path: str) -> int:
-    import os
-
     return sum(os.path.getsize(p) for p in (path, f"{path}-wal")
                if os.path.exists(p))

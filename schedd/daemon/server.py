@@ -1,15 +1,19 @@
 """`schedd serve`: build the engine, recover the journal, serve gRPC, metrics and MQTT.
 
-Startup order: journal (refuse one written with other settings) -> engine and recovery ->
-gRPC server (with health checking and reflection) -> metrics -> MQTT bus -> iterations.
-SIGTERM/SIGINT stop it cleanly (health goes NOT_SERVING, progress is written); a crash or
-`kill -9` loses nothing that was acknowledged (docs/daemon.md).
+Startup order: every option checked -> journal (locked against a second daemon; a damaged
+one, or one written with other settings, is refused) -> engine and recovery -> gRPC
+server (with health checking and reflection) -> metrics -> MQTT bus -> iterations. A start
+that fails removes a journal it had just made. SIGTERM/SIGINT stop it cleanly (health goes
+NOT_SERVING, progress is written); a crash or `kill -9` loses nothing that was
+acknowledged (docs/daemon.md). While the journal cannot be written (a full disk) health
+says NOT_SERVING, and a probe write every second finds out when it can again.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -52,6 +56,7 @@ log = structlog.get_logger("schedd.serve")
 SERVICE_NAME = "schedd.v1.Scheduler"
 EXIT_ENGINE_FAILED = 3  # docs/daemon.md: the engine failed; restart the daemon
 TASK_STOP_GRACE_S = 2.0  # after each cancellation of the background tasks at shutdown
+JOURNAL_PROBE_S = 1.0  # wall seconds between probe writes while the journal cannot be written
 
 
 class StartupError(RuntimeError):
@@ -124,7 +129,6 @@ class Daemon:
     def __init__(self, args: argparse.Namespace):
         from ..core.cluster_spec import parse_cluster
         from ..options import engine_options_from
-        from ..sim import max_job_nodes
 
         self.args = args
         try:  # SCHEDD_GC_THRESHOLDS (docs/daemon.md, Collector pauses), before any file
@@ -159,9 +163,25 @@ class Daemon:
                        else TokenStore(None))
         if bool(args.tls_cert) != bool(args.tls_key):
             raise StartupError("TLS needs both --tls-cert and --tls-key")
+        self.mqtt_password = _mqtt_password(args)
+        # SCHEDD_MAX_WAITING: requests that may wait for the journal before the next is
+        # refused with RESOURCE_EXHAUSTED (docs/daemon.md, Back-pressure).
+        self.max_waiting = _env_count("SCHEDD_MAX_WAITING", MAX_WAITING)
         self.metrics = DaemonMetrics(snapshot=lambda: self.host.snapshot())
+        # After every check of the options: a refused start makes no file.
         self.journal = Journal(args.state_db,
                                on_commit_seconds=self.metrics.journal_commit.observe)
+        try:
+            self._assemble(args, primary, fallback)
+        except BaseException:
+            self.journal.discard_if_new()
+            raise
+        for note in self.journal.notes:
+            log.warning("journal check", note=note)
+
+    def _assemble(self, args: argparse.Namespace, primary: Any, fallback: Any) -> None:
+        from ..sim import max_job_nodes
+
         self.engine = Engine(self.cluster, None, seed=args.seed, options=self.engine_options)
         # The run record behind segments.csv / timeseries.csv (GetResults table=...).
         self.engine.recorder = RunRecorder()
@@ -173,7 +193,6 @@ class Daemon:
         self.clock = VirtualClock(args.clock, args.speedup, args.start_time)
         self.metrics.speedup = self.clock.speedup  # the clock lag in wall seconds
         self.metrics.start_policies(primary.name, fallback.name)
-        self.mqtt_password = _mqtt_password(args)
         self.events = EventLog(self.name)
         self.host = EngineHost(self.engine, self.policy, self.clock, self.journal,
                                self.metrics, self.events, tick=args.tick)
@@ -193,9 +212,7 @@ class Daemon:
             agents=args.agents,
             policy_spec=json.dumps({"policy": args.policy, "options": list(args.opt),
                                     "fallback": args.fallback, "budget": args.budget}))
-        # SCHEDD_MAX_WAITING: requests that may wait for the journal before the next is
-        # refused with RESOURCE_EXHAUSTED (docs/daemon.md, Back-pressure).
-        self.service.max_waiting = _env_count("SCHEDD_MAX_WAITING", MAX_WAITING)
+        self.service.max_waiting = self.max_waiting
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()
         self.port = 0
@@ -207,6 +224,8 @@ class Daemon:
         self.exit_code = 0  # EXIT_ENGINE_FAILED once the engine has failed
         self._failing: asyncio.Task[None] | None = None
         self.host.on_failure = self._engine_failed
+        self._serving = False  # health may say SERVING (not stopping, engine not failed)
+        self._journal_changed: asyncio.Event | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def _recover(self) -> None:
@@ -304,12 +323,52 @@ class Daemon:
         if self.args.mqtt:
             self._start_bus()
         self._tasks.append(asyncio.create_task(self.host.run(), name="schedd-host"))
-        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        self._watch_journal_writes()
+        self._serving = True
+        await self._set_health(not self.journal.writes_failing)
         log.info("serving", listen=f"{host}:{self.port}", tls=bool(self.args.tls_cert),
                  auth=self.tokens.enabled, cluster=self.name, policy=self.policy.name,
                  clock=self.clock.mode, speedup=self.clock.speedup,
                  metrics_port=self.metrics_port or None, state_db=self.args.state_db)
+
+    async def _set_health(self, serving: bool) -> None:
+        status = (health_pb2.HealthCheckResponse.SERVING if serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.health.set("", status)
+        await self.health.set(SERVICE_NAME, status)
+
+    def _watch_journal_writes(self) -> None:
+        """Health follows the journal: NOT_SERVING from a failed write (a full disk: the
+        engine cannot move on, nothing can be acknowledged) until one succeeds; a probe
+        write every JOURNAL_PROBE_S finds out when, even with no request coming."""
+        loop = asyncio.get_running_loop()
+        changed = self._journal_changed = asyncio.Event()
+
+        def on_write_state(failing: bool) -> None:  # the journal's writer thread
+            loop.call_soon_threadsafe(changed.set)
+
+        self.journal.on_write_state = on_write_state
+        self._tasks.append(asyncio.create_task(self._follow_journal(changed),
+                                               name="schedd-journal-health"))
+
+    async def _follow_journal(self, changed: asyncio.Event) -> None:
+        while True:
+            await changed.wait()
+            changed.clear()
+            if not self.journal.writes_failing:
+                if self._serving:
+                    log.info("the journal is writable again; health SERVING")
+                    await self._set_health(True)
+                continue
+            if self._serving:
+                log.error("the journal cannot be written; health NOT_SERVING until a write "
+                          "succeeds")
+                await self._set_health(False)
+            while self.journal.writes_failing:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), JOURNAL_PROBE_S)
+                if self.journal.writes_failing:
+                    await self.journal.probe_async()
 
     def _tls_credentials(self) -> grpc.ServerCredentials:
         pem = {}
@@ -350,8 +409,8 @@ class Daemon:
                                                                name="schedd-failed")
 
     async def _stop_failed(self) -> None:
-        await self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
+        self._serving = False
+        await self._set_health(False)
         await self.stop(grace=1.0)
 
     def _publish_command(self, cmd: Command) -> None:
@@ -389,6 +448,7 @@ class Daemon:
     async def stop(self, grace: float = 2.0) -> None:
         if self._stopped.is_set():
             return
+        self._serving = False
         await self.health.enter_graceful_shutdown()
         self.events.close()  # watchers end now, told where to resume, not at the grace
         if self.server is not None:
@@ -403,6 +463,16 @@ class Daemon:
             self._metrics_server.shutdown()
         self._stopped.set()
         log.info("stopped")
+
+    def abandon(self) -> None:
+        """After a failed start: close what was opened; a journal made by this start,
+        with nothing in it yet, is removed (the files it made)."""
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+        self.host.close()
+        if self.journal.discard_if_new():
+            log.info("removed the new journal of a start that failed",
+                     state_db=self.args.state_db)
 
 
 def _mqtt_password(args: argparse.Namespace) -> str | None:
@@ -433,6 +503,9 @@ async def _serve(args: argparse.Namespace) -> int:
     except RecoverAgain:
         daemon.journal.close()
         os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    except BaseException:
+        daemon.abandon()  # a command that fails creates nothing
+        raise
     print(f"schedd: serving {daemon.name} on {args.listen[0]}:{daemon.port}"
           + (f", metrics on http://{args.metrics_host}:{daemon.metrics_port}/metrics"
              if daemon.metrics_port else ""), file=sys.stderr, flush=True)

@@ -447,6 +447,9 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 if not PAGE_TOKEN.fullmatch(request.page_token):
                     _invalid(f"page_token {request.page_token!r} is not one this daemon gave")
                 after = int(request.page_token)
+                if after > MAX_JOB_ID:  # a job id; SQLite's integers end at 2**63 - 1
+                    _invalid(f"page_token {request.page_token!r} is not one this daemon "
+                             f"gave (job ids end at {MAX_JOB_ID})")
             bad = [s for s in request.states if s not in STATE_OF_PB]
             if bad:
                 _invalid(f"unknown job state {bad[0]}")
