@@ -139,7 +139,7 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
     estimates = False
     tried = 0
     started = 0
-    tested: dict[tuple[int, Request, bool], tuple[float, Placement] | None] = {}
+    tested: dict[tuple[int, int, int, int, bool, bool], tuple[float, Placement] | None] = {}
     for i in range(last + 1):
         job = candidates[i]
         if tried >= max_test:
@@ -159,7 +159,8 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
             if not counted:
                 counted = True
                 tried += 1
-            key = (avail, req, job.no_reserve)
+            key = (avail, req.cpus, req.min_nodes, req.max_nodes, req.exclusive,
+                   job.no_reserve)
             if key in tested:
                 found = tested[key]
             else:  # same nodes, same request, nothing started since: same answer

@@ -125,6 +125,7 @@ def table_from_trace(columns: dict[str, np.ndarray], header: object,
     unfit: dict[int, str] = {}
     warnings: list[str] = []
     unknown_parts: dict[str, int] = {}
+    part_totals: dict[int, int] = {}
     for i in range(n):
         jid = int(ids[i])
         part_no = int(parts[i])
@@ -146,7 +147,9 @@ def table_from_trace(columns: dict[str, np.ndarray], header: object,
         # A per-core job's node count is where it landed, not what it asked for.
         size, lo, hi, whole = job_size(conf, part, cpus, nodes if excl else 0, excl)
         part_rec = conf.partitions[part]
-        part_cpus = sum(conf.node_cpus[k] for k in part_rec.nodes)
+        part_cpus = part_totals.get(part)
+        if part_cpus is None:
+            part_cpus = part_totals[part] = sum(conf.node_cpus[k] for k in part_rec.nodes)
         if lo > len(part_rec.nodes) or size > part_cpus:
             unfit[jid] = (f"asks for {lo} nodes / {size} CPUs; partition {part_rec.name} "
                           f"has {len(part_rec.nodes)} / {part_cpus}")

@@ -102,13 +102,14 @@ def default_conf(cluster: Cluster) -> SlurmConf:
 
 
 class _Pending:
-    __slots__ = ("id", "job", "sj", "assoc", "prio", "eligible", "never", "seq")
+    __slots__ = ("id", "job", "sj", "assoc", "prio", "eligible", "never", "seq", "req")
 
     def __init__(self, job: Job, sj: SlurmJob, assoc: Assoc | None, seq: int):
         self.id = job.id
         self.job = job
         self.sj = sj
         self.assoc = assoc
+        self.req = SlurmPolicy._request(sj)
         self.prio = 0
         self.eligible: float | None = None  # when it became eligible (begin time)
         self.never = False  # its dependency can never be met
@@ -485,7 +486,7 @@ class SlurmPolicy(Policy):
             return
         if not self._top_priority(p, now):
             return
-        place = self.nodes.place(self._request(p.sj), self.part_masks[p.sj.partition])
+        place = self.nodes.place(p.req, self.part_masks[p.sj.partition])
         if place is not None:
             self._start(p, place, now, _SUBMIT, decisions)
 
@@ -561,7 +562,7 @@ class SlurmPolicy(Policy):
             usable = avail & self.part_masks[part]
             place = None
             if usable.bit_count() >= p.sj.min_nodes:
-                place = self.nodes.place(self._request(p.sj), usable)
+                place = self.nodes.place(p.req, usable)
             if place is not None:
                 self._start(p, place, now, _MAIN, decisions)
                 started += 1
@@ -640,7 +641,7 @@ class SlurmPolicy(Policy):
             limit = min(sj.time_limit, conf.partitions[sj.partition].max_time)
             candidates.append(Candidate(p.id, self.part_masks[sj.partition],
                                         YEAR if limit == math.inf else limit,
-                                        self._request(sj), self._no_reserve(p, now)))
+                                        p.req, self._no_reserve(p, now)))
 
         def start(job: Candidate, at: Placement) -> Running:
             run = self._start(self.pending[job.id], at, now, _BACKFILL, decisions)
