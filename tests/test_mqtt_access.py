@@ -12,14 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +24,13 @@ import aiomqtt
 import grpc
 import pytest
 from daemon_proc import DaemonProc
-from mqtt_broker import BrokerProcess, free_port, mosquitto_binary
+from mqtt_broker import DEPLOY, PASSWORDS, BrokerProcess
 from test_mqtt_bus import compact, make_bus, run, sample, start, stop, uid
 
 from schedd.daemon.auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from schedd.daemon.mqtt import Refusal
 from schedd.v1 import scheduler_pb2 as pb
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
-# The demo logins of deploy/mosquitto.passwd (fake, public: see its header).
-PASSWORDS = {name: f"EXAMPLE-mqtt-{name}-not-secret" for name in ("schedd", "admin",
-                                                                    "alice", "bob")}
 TOKENS = "op-token operator admin\nalice-token user alice\nbob-token user bob\n"
 ALICE = (("authorization", "Bearer alice-token"),)
 
@@ -139,43 +132,6 @@ def test_without_tokens_the_anonymous_topic_is_an_operator(
 
 
 # --------------------------------------------------------------------------- the broker
-
-@pytest.fixture
-def secured_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    """A private Mosquitto running deploy/'s config, password file and ACL as shipped;
-    only the listener, the file paths and persistence are adapted to the test."""
-    if mosquitto_binary() is None:
-        pytest.skip("mosquitto is not installed (.ci/run installs it): cannot check the "
-                    "shipped broker config")
-    port = free_port()
-    for name in ("mosquitto.acl", "mosquitto.passwd"):
-        shutil.copy(DEPLOY / name, tmp_path / name)
-        (tmp_path / name).chmod(0o600)  # mosquitto 2.0.18+ warns about readable secrets
-    lines = []
-    for line in (DEPLOY / "mosquitto.conf").read_text().splitlines():
-        words = line.split()
-        if words[:1] == ["listener"]:
-            line = f"listener {port} 127.0.0.1"
-        elif words[:1] in (["password_file"], ["acl_file"]):
-            line = f"{words[0]} {tmp_path / Path(words[1]).name}"
-        elif words[:1] in (["persistence"], ["persistence_location"]):
-            continue
-        lines.append(line)
-    if os.geteuid() == 0:
-        lines.append("user root")  # do not drop privileges: the files are ours
-    broker = BrokerProcess("mosquitto", tmp_path, port=port)
-    conf = tmp_path / "shipped.conf"
-    conf.write_text("\n".join(lines) + "\n")
-    broker._command = lambda: [str(mosquitto_binary()), "-c", str(conf)]  # type: ignore[method-assign]
-    try:
-        broker.start()
-    except RuntimeError as err:
-        pytest.fail(f"the shipped mosquitto.conf does not start: {err}")
-    try:
-        yield broker
-    finally:
-        broker.stop()
-
 
 def client(broker: BrokerProcess, user: str | None) -> aiomqtt.Client:
     return aiomqtt.Client(broker.host, broker.port, identifier=uid(user or "anon"),
