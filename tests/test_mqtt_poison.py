@@ -25,12 +25,14 @@ from typing import Any
 
 import aiomqtt
 import grpc
+import pytest
 import structlog
 from daemon_proc import DaemonProc, wait_until
 from mqtt_broker import DEPLOY, PASSWORDS, BrokerProcess
 from test_mqtt_bus import make_bus, receive, sample, start, stop, uid
 
 from schedd.daemon.auth import Principal
+from schedd.daemon.notice_payload import PayloadError, decode_notice
 from schedd.v1 import scheduler_pb2 as pb
 
 HUGE_INTEGER = b'{"job_id":' + b"7" * 5000 + b',"expected_arrival":900,"nodes":2,' \
@@ -44,6 +46,35 @@ WAIT = 20.0  # seconds: a deadline to fail by, not a timing that is asserted
 def notice(job_id: int, **extra: Any) -> dict[str, Any]:
     return {"job_id": job_id, "expected_arrival": 900.0 + job_id, "nodes": 2,
             "walltime": 600.0, **extra}
+
+
+@pytest.mark.parametrize(("payload", "error"), [
+    (HUGE_INTEGER, "notice has an integer of 5,000 digits; at most 32."),
+    (b'{"job_id":-' + b"1" * 33 + b"}", "notice has an integer of 33 digits; at most 32."),
+    (DEEP_NESTING, "notice is nested more than 32 levels deep."),
+    (b'{"a":' + b"[" * 32 + b"]" * 32 + b"}", "notice is nested more than 32 levels deep."),
+    (b"x" * 65_537, "notice is 65,537 bytes; at most 65,536 are read."),
+    (b'{"job_id":1,"nodes":2,"job_id":3}', "notice has key 'job_id' twice in one object."),
+    (b'{"request_id":"r\xff"}', "notice is not UTF-8 (byte 0xff at position 16)."),
+    (b'{"request_id":"\\ud800"}',
+     "notice has a string with a lone surrogate (\\ud800), which is not text."),
+    (b'{"job_id":', "notice is not valid JSON (Expecting value at position 10)."),
+    (b"[1]", "notice must be a JSON object, not list."),
+])
+def test_each_bad_payload_gets_its_sentence(payload: bytes, error: str) -> None:
+    with pytest.raises(PayloadError) as err:
+        decode_notice(payload)
+    assert str(err.value) == error
+
+
+def test_what_a_notice_may_hold() -> None:
+    """Within the bounds: decoded as json.loads would (NaN and Infinity are the field
+    limits' to refuse, with the field's name)."""
+    payload = (b'{"job_id":' + b"9" * 32 + b',"walltime":NaN,"x":' + b"[" * 31 + b"]" * 31
+               + b',"request_id":"\\ud83d\\ude00 \xc3\xa9"}')
+    body = decode_notice(payload)
+    assert body["job_id"] == int("9" * 32) and body["request_id"] == "\U0001f600 \u00e9"
+    assert body["walltime"] != body["walltime"]  # NaN
 
 
 def test_the_bus_contains_each_failure_to_its_message(mqtt_broker: tuple[str, int]) -> None:
@@ -75,7 +106,7 @@ def test_the_bus_contains_each_failure_to_its_message(mqtt_broker: tuple[str, in
             await stop(task)
         assert [g["reason"] for g in got] == ["malformed", "malformed", "internal"]
         assert got[0]["error"] == "notice has an integer of 5,000 digits; at most 32."
-        assert got[1]["error"] == "notice is nested too deeply (at most 32 levels)."
+        assert got[1]["error"] == "notice is nested more than 32 levels deep."
         assert got[2]["error"] == "internal error handling the notice (RuntimeError)."
         assert got[0]["payload"] == HUGE_INTEGER.decode()[:200]
         assert sample(metrics, "schedd_mqtt_rejected_total", reason="malformed") == 2

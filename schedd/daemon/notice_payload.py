@@ -8,15 +8,17 @@ RecursionError for deep nesting, and keeps the last of a key given twice (so two
 of one notice could disagree on its fields).
 
 Refused here: more than MAX_BYTES bytes; not UTF-8; not JSON; an integer of more than
-MAX_DIGITS digits; a key twice in one object; nesting deeper than MAX_DEPTH; a value that
-is not an object. Python's extensions NaN and Infinity, and numbers beyond a float
-(`1e999` is inf), are let through: the notice handler's field limits refuse them with a
-sentence that names the field (tests/test_daemon_validation.py).
+MAX_DIGITS digits; a key twice in one object; nesting deeper than MAX_DEPTH; a string
+with a lone surrogate (`"\\ud800"` is valid JSON but not text, and the journal could not
+store it); a value that is not an object. Python's extensions NaN and Infinity, and
+numbers beyond a float (`1e999` is inf), are let through: the notice handler's field
+limits refuse them with a sentence that names the field (tests/test_daemon_validation.py).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from schedd import limits
@@ -24,6 +26,7 @@ from schedd import limits
 MAX_BYTES = 65_536  # a notice is about 150 bytes
 MAX_DIGITS = 32  # an int64 has 19; no field takes more
 MAX_DEPTH = 32  # a notice is flat: an object of numbers and strings
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class PayloadError(Exception):
@@ -47,13 +50,11 @@ def decode_notice(payload: bytes) -> dict[str, Any]:
                            f"{exc.pos}).") from None
     except RecursionError:
         # The C decoder recurses once per level; MAX_BYTES bounds the levels it can try.
-        raise PayloadError(f"notice is nested too deeply (at most {MAX_DEPTH} levels).") \
+        raise PayloadError(f"notice is nested more than {MAX_DEPTH} levels deep.") \
             from None
     if not isinstance(obj, dict):
         raise PayloadError(f"notice must be a JSON object, not {type(obj).__name__}.")
-    depth = _depth(obj)
-    if depth > MAX_DEPTH:
-        raise PayloadError(f"notice is nested {depth} levels deep; at most {MAX_DEPTH}.")
+    _check_values(obj)
     return obj
 
 
@@ -77,15 +78,29 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _depth(obj: Any) -> int:
-    """Levels of nesting of a decoded value (an object of scalars is 1); iterative, so a
-    value just below the recursion limit is measured without recursing again."""
-    deepest, stack = 0, [(obj, 1)]
+def _check_values(obj: dict[str, Any]) -> None:
+    """Nesting (an object of scalars is 1 level) and strings, walked without recursion:
+    a value just below the recursion limit is measured without recursing again."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
     while stack:
         value, level = stack.pop()
-        children = (value.values() if isinstance(value, dict)
-                    else value if isinstance(value, list) else ())
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in children
-                     if isinstance(child, dict | list))
-    return deepest
+        if level > MAX_DEPTH:
+            raise PayloadError(f"notice is nested more than {MAX_DEPTH} levels deep.")
+        if isinstance(value, dict):
+            _check_text(*value)
+            children: Any = value.values()
+        else:
+            children = value
+        for child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, level + 1))
+            elif isinstance(child, str):
+                _check_text(child)
+
+
+def _check_text(*texts: str) -> None:
+    for text in texts:
+        found = _SURROGATE.search(text)
+        if found:
+            raise PayloadError(f"notice has a string with a lone surrogate "
+                               f"(\\u{ord(found.group()):04x}), which is not text.")
