@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -203,9 +201,11 @@ def _metric(d: DaemonProc, name: str, **labels: str) -> float:
 
 def test_daemon_behind_the_shipped_broker(secured_broker: BrokerProcess,
                                           tmp_path: Path) -> None:
-    """alice and bob log in as themselves; only what the tokens file lets them do counts."""
+    """alice and bob log in as themselves; only what the tokens file lets them do counts.
+    admin has a broker login but, here, no token."""
     tokens = tmp_path / "tokens"
-    tokens.write_text(TOKENS)
+    tokens.write_text("".join(line + "\n" for line in TOKENS.splitlines()
+                              if not line.endswith(" admin")))
     name = f"t{uuid.uuid4().hex[:8]}"
     p = f"schedd/{name}"
     with DaemonProc("--clock", "lockstep", "--cluster", "nodes:8", "--name", name,
@@ -222,8 +222,10 @@ def test_daemon_behind_the_shipped_broker(secured_broker: BrokerProcess,
                     metadata=ALICE)
 
         async def publish() -> list[dict[str, Any]]:
+            # One connection per login (the shipped broker's client id is the login):
+            # not the daemon's own login, which would take its session.
             async with client(secured_broker, "bob") as bob, \
-                    client(secured_broker, "schedd") as daemon_login, \
+                    client(secured_broker, "admin") as tokenless, \
                     client(secured_broker, "alice") as alice:
                 await bob.subscribe(f"{p}/rejected/bob", qos=1)
                 await alice.subscribe(f"{p}/rejected/alice", qos=1)
@@ -231,9 +233,8 @@ def test_daemon_behind_the_shipped_broker(secured_broker: BrokerProcess,
                 await bob.publish(f"{p}/cmd/bob/notice", compact(notice(5)), qos=1)
                 # bob as alice: the broker drops it; the daemon never sees it.
                 await bob.publish(f"{p}/cmd/alice/notice", compact(notice(50)), qos=1)
-                # A login without a token (the daemon's own): refused.
-                await daemon_login.publish(f"{p}/cmd/schedd/notice", compact(notice(60)),
-                                           qos=1)
+                # A login without a token: refused.
+                await tokenless.publish(f"{p}/cmd/admin/notice", compact(notice(60)), qos=1)
                 # alice's own notice: accepted.
                 await alice.publish(f"{p}/cmd/alice/notice", compact(notice(70)), qos=1)
                 got: list[dict[str, Any]] = []
@@ -273,7 +274,7 @@ def test_checkpoint_agent_logs_in_to_the_shipped_broker(secured_broker: BrokerPr
                                                         tmp_path: Path) -> None:
     """An agent reads control commands as a broker user (any user may; only the daemon
     may publish them) and answers the JIT checkpoint."""
-    from test_daemon_mqtt import PLUGIN, _preempt_batch_for_realtime
+    from test_daemon_mqtt import PLUGIN, AgentProc, _preempt_batch_for_realtime
 
     password = tmp_path / "alice.mqtt"
     password.write_text(PASSWORDS["alice"] + "\n")
@@ -283,19 +284,17 @@ def test_checkpoint_agent_logs_in_to_the_shipped_broker(secured_broker: BrokerPr
                     "--mqtt", broker, "--mqtt-user", "schedd", "--mqtt-password-file",
                     str(DEPLOY / "schedd.mqtt-password"), "--plugin", PLUGIN,
                     "--policy", "rt-jit-toy", "--agents", "external", metrics=True) as d:
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "schedd_clients.ckpt_agent", "--cluster", name,
-             "--mqtt", broker, "--mqtt-user", "alice", "--mqtt-password-file",
-             str(password), "--server", d.address, "--delay", "0.1", "--once"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        agent = AgentProc("--cluster", name, "--mqtt", broker, "--mqtt-user", "alice",
+                          "--mqtt-password-file", str(password), "--server", d.address,
+                          "--delay", "0.1", "--once")
         try:
             deadline = time.monotonic() + 10
             while _metric(d, "schedd_mqtt_connected") != 1:
                 assert time.monotonic() < deadline, d.log()
                 time.sleep(0.1)
-            time.sleep(1.0)  # the agent subscribed
+            agent.subscribed()
             _preempt_batch_for_realtime(d.stub())
-            assert agent.wait(20) == 0, agent.stderr.read() if agent.stderr else ""
+            assert agent.wait(20) == 0, agent.said()
         finally:
             agent.kill()
-        assert "checkpoint answered" in (agent.stderr.read() if agent.stderr else "")
+        assert "checkpoint answered" in agent.said()

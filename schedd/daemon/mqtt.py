@@ -24,7 +24,8 @@ Topics (docs/mqtt.md):
 
 Notices are at-least-once end to end (docs/mqtt.md, "Delivery of notices"): the bus's
 session is persistent (clean_session=False, a stable client id, `schedd-<cluster>` by
-default), so the broker keeps notices published while the daemon is down or restarting,
+default; the shipped broker takes the login as the id instead, so that no other login
+can take the session), so the broker keeps notices published while the daemon is down,
 and a notice is acknowledged (PUBACK) only once the handler has answered, that is after
 it is journalled or refused; a daemon killed before that gets it again from the broker.
 A notice with a `request_id` is applied once: the handler answers a repeat with the same
