@@ -363,20 +363,22 @@ class MqttBus:
 
     def _contain(self, message: aiomqtt.Message, exc: Exception) -> None:
         """Refuse a message whose handling raised (a bug, or a payload nothing foresaw):
-        reason `internal`, on the rejected topic of the user its topic names."""
-        topic = str(message.topic)
-        log.error("mqtt message handling failed; refused and acknowledged", topic=topic,
-                  payload=_text(message.payload)[:RAW_LIMIT], exc_info=exc)
-        user, rejected_topic = "", self.rejected_topic
-        if message.topic.matches(self.command_topic):
-            user = topic.split("/")[-2]
-            rejected_topic = f"{self.prefix}/rejected/{user}"
+        reason `internal`, on the rejected topic of the user its topic names. Raises
+        nothing itself: the message is acknowledged whatever happens here."""
         try:
+            topic = str(message.topic)
+            log.error("mqtt message handling failed; refused and acknowledged", topic=topic,
+                      payload=_text(message.payload)[:RAW_LIMIT], exc_info=exc)
+            user, rejected_topic = "", self.rejected_topic
+            if message.topic.matches(self.command_topic):
+                user = topic.split("/")[-2]
+                rejected_topic = f"{self.prefix}/rejected/{user}"
             self._reject(Refusal("internal", "internal error handling the notice "
                                  f"({type(exc).__name__})."),
                          _text(message.payload), rejected_topic, user)
-        except Exception as err:  # the refusal itself failed: it is still acknowledged
-            self._fail("rejection not sent", err)
+        except Exception:  # even the log failed: count what was not sent, move on
+            with contextlib.suppress(Exception):
+                self.metrics.mqtt_publish_failures.inc()
 
     async def _crash_point(self, point: str, client: aiomqtt.Client) -> None:
         """SCHEDD_MQTT_CRASH_AT (tests only): kill -9 ourselves here. First let the
