@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mqtt_broker import mqtt_broker, private_broker  # noqa: F401
+from mqtt_broker import mqtt_broker, private_broker, secured_broker  # noqa: F401
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRACES = SHARED / "traces"

@@ -4,8 +4,10 @@
 started on a free port, else an embedded amqtt broker in a subprocess.
 `private_broker` (per test): a broker the test owns and can stop and start again on the
 same port, for outage tests (Mosquitto, else amqtt).
+`secured_broker` (per test): a private Mosquitto running deploy/mosquitto.conf, .passwd
+and .acl as shipped (skipped where Mosquitto is not installed).
 
-conftest.py imports the fixtures: `from mqtt_broker import mqtt_broker, private_broker`.
+conftest.py imports the fixtures: `from mqtt_broker import mqtt_broker, ...`.
 SCHEDD_TEST_MQTT=mosquitto|amqtt forces that kind of broker (the 1883 one is not used),
 to check the fallbacks.
 """
@@ -26,6 +28,10 @@ import pytest
 
 DEFAULT = ("127.0.0.1", 1883)
 START_TIMEOUT = 10.0
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+# The demo logins of deploy/mosquitto.passwd (fake, public: see its header).
+PASSWORDS = {name: f"EXAMPLE-mqtt-{name}-not-secret" for name in ("schedd", "admin",
+                                                                    "alice", "bob")}
 
 AMQTT_SCRIPT = '''\
 """An embedded amqtt broker on 127.0.0.1:PORT (argv[1]), for tests."""
@@ -81,16 +87,20 @@ def amqtt_available() -> bool:
 class BrokerProcess:
     """A broker subprocess on a fixed port that can be stopped and started again."""
 
-    def __init__(self, kind: str, workdir: Path, port: int | None = None):
+    def __init__(self, kind: str, workdir: Path, port: int | None = None,
+                 conf: Path | None = None):
         self.kind = kind  # "mosquitto" or "amqtt"
         self.persistent = kind == "mosquitto"  # sessions survive stop() and start()
         self.host = "127.0.0.1"
         self.port = port or free_port()
         self.workdir = workdir
+        self.conf = conf  # Mosquitto: this configuration instead of an open broker
         self.log = workdir / f"{kind}.log"
         self._proc: subprocess.Popen[bytes] | None = None
 
     def _command(self) -> list[str]:
+        if self.kind == "mosquitto" and self.conf is not None:
+            return [str(mosquitto_binary()), "-c", str(self.conf)]
         if self.kind == "mosquitto":
             binary = mosquitto_binary()
             if binary is None:
@@ -190,6 +200,49 @@ def mqtt_broker() -> Iterator[tuple[str, int]]:
             yield broker.host, broker.port
         finally:
             broker.stop()
+
+
+def shipped_mosquitto(workdir: Path) -> BrokerProcess:
+    """A Mosquitto (not started) with deploy/'s config, password file and ACL as shipped;
+    only the listener's port and address, the file paths and persistence (off) are
+    adapted to the test. Skips the test where Mosquitto is not installed."""
+    if mosquitto_binary() is None:
+        pytest.skip("mosquitto is not installed (.ci/run installs it): cannot check the "
+                    "shipped broker config")
+    port = free_port()
+    for name in ("mosquitto.acl", "mosquitto.passwd"):
+        shutil.copy(DEPLOY / name, workdir / name)
+        (workdir / name).chmod(0o600)  # mosquitto 2.0.18+ warns about readable secrets
+    lines = []
+    for line in (DEPLOY / "mosquitto.conf").read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["listener"]:
+            line = f"listener {port} 127.0.0.1"
+        elif words[:1] in (["password_file"], ["acl_file"]):
+            line = f"{words[0]} {workdir / Path(words[1]).name}"
+        elif words[:1] in (["persistence"], ["persistence_location"]):
+            continue
+        lines.append(line)
+    if os.geteuid() == 0:
+        lines.append("user root")  # do not drop privileges: the files are ours
+    conf = workdir / "shipped.conf"
+    conf.write_text("\n".join(lines) + "\n")
+    return BrokerProcess("mosquitto", workdir, port=port, conf=conf)
+
+
+@pytest.fixture
+def secured_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A private Mosquitto running deploy/'s config, password file and ACL as shipped
+    (`shipped_mosquitto`), for one test."""
+    broker = shipped_mosquitto(tmp_path)
+    try:
+        broker.start()
+    except RuntimeError as err:
+        pytest.fail(f"the shipped mosquitto.conf does not start: {err}")
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 @pytest.fixture

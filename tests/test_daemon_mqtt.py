@@ -8,6 +8,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import aiomqtt
 import pytest
-from daemon_proc import DaemonProc
+from daemon_proc import DaemonProc, wait_until
 
 from schedd.v1 import scheduler_pb2 as pb
 
@@ -29,6 +30,43 @@ def _metric(d: DaemonProc, name: str) -> float:
         if line.startswith(name + " ") or line.startswith(name + "{"):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+class AgentProc:
+    """`schedd-ckpt-agent ARGS` as a subprocess; `.subscribed()` waits for its MQTT
+    subscription (its session is clean: a control command published before it
+    subscribed is not delivered to it), `.said()` is its log so far."""
+
+    def __init__(self, *args: str):
+        self.proc = subprocess.Popen([sys.executable, "-m", "schedd_clients.ckpt_agent",
+                                      *args], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self._lines: list[str] = []
+        self._subscribed = threading.Event()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._lines.append(line)
+            if "mqtt connected" in line:  # logged once subscribed
+                self._subscribed.set()
+
+    def said(self) -> str:
+        return "".join(self._lines)
+
+    def subscribed(self, timeout: float = 20.0) -> None:
+        assert self._subscribed.wait(timeout), f"the agent did not subscribe:\n{self.said()}"
+
+    def wait(self, timeout: float) -> int:
+        code = self.proc.wait(timeout)
+        self._reader.join(5)
+        return code
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(5)
 
 
 def _collect(host: str, port: int, topic: str, action, seconds: float = 3.0,  # noqa: ANN001
@@ -106,16 +144,15 @@ def test_external_agent_answers_jit_checkpoint(mqtt_broker: tuple[str, int]) -> 
     with DaemonProc("--clock", "lockstep", "--cluster", "nodes:8", "--name", name,
                     "--mqtt", f"{host}:{port}", "--plugin", PLUGIN, "--policy", "rt-jit-toy",
                     "--agents", "external", "--checkpoint-timeout", "600") as d:
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "schedd_clients.ckpt_agent", "--cluster", name, "--mqtt",
-             f"{host}:{port}", "--server", d.address, "--delay", "0.2", "--once"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        agent = AgentProc("--cluster", name, "--mqtt", f"{host}:{port}", "--server",
+                          d.address, "--delay", "0.2", "--once")
         try:
-            time.sleep(1.0)  # daemon bus and agent subscribed
+            wait_until("the daemon's MQTT connection", lambda: "mqtt connected" in d.log())
+            agent.subscribed()
             s = d.stub()
             _preempt_batch_for_realtime(s)
             # Lockstep: the clock stands still; only the agent's CheckpointDone moves it on.
-            assert agent.wait(20) == 0, agent.stderr.read() if agent.stderr else ""
+            assert agent.wait(20) == 0, agent.said()
             deadline = time.monotonic() + 10
             while s.GetJob(pb.GetJobRequest(job_id=2)).state != pb.JOB_STATE_RUNNING:
                 assert time.monotonic() < deadline, d.log()

@@ -12,14 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +22,13 @@ import aiomqtt
 import grpc
 import pytest
 from daemon_proc import DaemonProc
-from mqtt_broker import BrokerProcess, free_port, mosquitto_binary
+from mqtt_broker import DEPLOY, PASSWORDS, BrokerProcess
 from test_mqtt_bus import compact, make_bus, run, sample, start, stop, uid
 
 from schedd.daemon.auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from schedd.daemon.mqtt import Refusal
 from schedd.v1 import scheduler_pb2 as pb
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
-# The demo logins of deploy/mosquitto.passwd (fake, public: see its header).
-PASSWORDS = {name: f"EXAMPLE-mqtt-{name}-not-secret" for name in ("schedd", "admin",
-                                                                    "alice", "bob")}
 TOKENS = "op-token operator admin\nalice-token user alice\nbob-token user bob\n"
 ALICE = (("authorization", "Bearer alice-token"),)
 
@@ -140,43 +131,6 @@ def test_without_tokens_the_anonymous_topic_is_an_operator(
 
 # --------------------------------------------------------------------------- the broker
 
-@pytest.fixture
-def secured_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    """A private Mosquitto running deploy/'s config, password file and ACL as shipped;
-    only the listener, the file paths and persistence are adapted to the test."""
-    if mosquitto_binary() is None:
-        pytest.skip("mosquitto is not installed (.ci/run installs it): cannot check the "
-                    "shipped broker config")
-    port = free_port()
-    for name in ("mosquitto.acl", "mosquitto.passwd"):
-        shutil.copy(DEPLOY / name, tmp_path / name)
-        (tmp_path / name).chmod(0o600)  # mosquitto 2.0.18+ warns about readable secrets
-    lines = []
-    for line in (DEPLOY / "mosquitto.conf").read_text().splitlines():
-        words = line.split()
-        if words[:1] == ["listener"]:
-            line = f"listener {port} 127.0.0.1"
-        elif words[:1] in (["password_file"], ["acl_file"]):
-            line = f"{words[0]} {tmp_path / Path(words[1]).name}"
-        elif words[:1] in (["persistence"], ["persistence_location"]):
-            continue
-        lines.append(line)
-    if os.geteuid() == 0:
-        lines.append("user root")  # do not drop privileges: the files are ours
-    broker = BrokerProcess("mosquitto", tmp_path, port=port)
-    conf = tmp_path / "shipped.conf"
-    conf.write_text("\n".join(lines) + "\n")
-    broker._command = lambda: [str(mosquitto_binary()), "-c", str(conf)]  # type: ignore[method-assign]
-    try:
-        broker.start()
-    except RuntimeError as err:
-        pytest.fail(f"the shipped mosquitto.conf does not start: {err}")
-    try:
-        yield broker
-    finally:
-        broker.stop()
-
-
 def client(broker: BrokerProcess, user: str | None) -> aiomqtt.Client:
     return aiomqtt.Client(broker.host, broker.port, identifier=uid(user or "anon"),
                           username=user, password=PASSWORDS.get(user or ""))
@@ -247,9 +201,11 @@ def _metric(d: DaemonProc, name: str, **labels: str) -> float:
 
 def test_daemon_behind_the_shipped_broker(secured_broker: BrokerProcess,
                                           tmp_path: Path) -> None:
-    """alice and bob log in as themselves; only what the tokens file lets them do counts."""
+    """alice and bob log in as themselves; only what the tokens file lets them do counts.
+    admin has a broker login but, here, no token."""
     tokens = tmp_path / "tokens"
-    tokens.write_text(TOKENS)
+    tokens.write_text("".join(line + "\n" for line in TOKENS.splitlines()
+                              if not line.endswith(" admin")))
     name = f"t{uuid.uuid4().hex[:8]}"
     p = f"schedd/{name}"
     with DaemonProc("--clock", "lockstep", "--cluster", "nodes:8", "--name", name,
@@ -266,8 +222,10 @@ def test_daemon_behind_the_shipped_broker(secured_broker: BrokerProcess,
                     metadata=ALICE)
 
         async def publish() -> list[dict[str, Any]]:
+            # One connection per login (the shipped broker's client id is the login):
+            # not the daemon's own login, which would take its session.
             async with client(secured_broker, "bob") as bob, \
-                    client(secured_broker, "schedd") as daemon_login, \
+                    client(secured_broker, "admin") as tokenless, \
                     client(secured_broker, "alice") as alice:
                 await bob.subscribe(f"{p}/rejected/bob", qos=1)
                 await alice.subscribe(f"{p}/rejected/alice", qos=1)
@@ -275,9 +233,8 @@ def test_daemon_behind_the_shipped_broker(secured_broker: BrokerProcess,
                 await bob.publish(f"{p}/cmd/bob/notice", compact(notice(5)), qos=1)
                 # bob as alice: the broker drops it; the daemon never sees it.
                 await bob.publish(f"{p}/cmd/alice/notice", compact(notice(50)), qos=1)
-                # A login without a token (the daemon's own): refused.
-                await daemon_login.publish(f"{p}/cmd/schedd/notice", compact(notice(60)),
-                                           qos=1)
+                # A login without a token: refused.
+                await tokenless.publish(f"{p}/cmd/admin/notice", compact(notice(60)), qos=1)
                 # alice's own notice: accepted.
                 await alice.publish(f"{p}/cmd/alice/notice", compact(notice(70)), qos=1)
                 got: list[dict[str, Any]] = []
@@ -317,7 +274,7 @@ def test_checkpoint_agent_logs_in_to_the_shipped_broker(secured_broker: BrokerPr
                                                         tmp_path: Path) -> None:
     """An agent reads control commands as a broker user (any user may; only the daemon
     may publish them) and answers the JIT checkpoint."""
-    from test_daemon_mqtt import PLUGIN, _preempt_batch_for_realtime
+    from test_daemon_mqtt import PLUGIN, AgentProc, _preempt_batch_for_realtime
 
     password = tmp_path / "alice.mqtt"
     password.write_text(PASSWORDS["alice"] + "\n")
@@ -327,19 +284,17 @@ def test_checkpoint_agent_logs_in_to_the_shipped_broker(secured_broker: BrokerPr
                     "--mqtt", broker, "--mqtt-user", "schedd", "--mqtt-password-file",
                     str(DEPLOY / "schedd.mqtt-password"), "--plugin", PLUGIN,
                     "--policy", "rt-jit-toy", "--agents", "external", metrics=True) as d:
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "schedd_clients.ckpt_agent", "--cluster", name,
-             "--mqtt", broker, "--mqtt-user", "alice", "--mqtt-password-file",
-             str(password), "--server", d.address, "--delay", "0.1", "--once"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        agent = AgentProc("--cluster", name, "--mqtt", broker, "--mqtt-user", "alice",
+                          "--mqtt-password-file", str(password), "--server", d.address,
+                          "--delay", "0.1", "--once")
         try:
             deadline = time.monotonic() + 10
             while _metric(d, "schedd_mqtt_connected") != 1:
                 assert time.monotonic() < deadline, d.log()
                 time.sleep(0.1)
-            time.sleep(1.0)  # the agent subscribed
+            agent.subscribed()
             _preempt_batch_for_realtime(d.stub())
-            assert agent.wait(20) == 0, agent.stderr.read() if agent.stderr else ""
+            assert agent.wait(20) == 0, agent.said()
         finally:
             agent.kill()
-        assert "checkpoint answered" in (agent.stderr.read() if agent.stderr else "")
+        assert "checkpoint answered" in agent.said()

@@ -147,7 +147,8 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--mqtt-client-id", type=_client_id, metavar="ID",
                    help="MQTT client id, under which the broker keeps the daemon's session "
                    "(notices published while it is down); one per daemon on a broker "
-                   "(default schedd-<name>)")
+                   "(default schedd-<name>; a broker that takes the login as the id, as "
+                   "deploy/mosquitto.conf does, ignores it)")
     p.add_argument("--agents", default="virtual", choices=["virtual", "external"],
                    help="who answers JIT checkpoint requests: the in-process virtual agent "
                    "after the modelled time (default), or external agents via CheckpointDone")

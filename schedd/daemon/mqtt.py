@@ -24,7 +24,8 @@ Topics (docs/mqtt.md):
 
 Notices are at-least-once end to end (docs/mqtt.md, "Delivery of notices"): the bus's
 session is persistent (clean_session=False, a stable client id, `schedd-<cluster>` by
-default), so the broker keeps notices published while the daemon is down or restarting,
+default; the shipped broker takes the login as the id instead, so that no other login
+can take the session), so the broker keeps notices published while the daemon is down,
 and a notice is acknowledged (PUBACK) only once the handler has answered, that is after
 it is journalled or refused; a daemon killed before that gets it again from the broker.
 A notice with a `request_id` is applied once: the handler answers a repeat with the same
@@ -50,6 +51,7 @@ import paho.mqtt.client as paho
 import structlog
 
 from schedd.daemon.auth import ANONYMOUS_OPERATOR, Principal, TokenStore
+from schedd.daemon.notice_payload import PayloadError, decode_notice
 
 if TYPE_CHECKING:
     from schedd.daemon.metrics import DaemonMetrics
@@ -330,23 +332,53 @@ class MqttBus:
         the PUBLISHes, which MQTT 3.1.1 requires (section 4.6); paho's `ack` sends at
         once, so the order is ours to keep. Cancelled (shutdown, lost connection) before
         the acknowledgement, a notice stays the broker's, which sends it again on the next
-        connection; its `request_id` makes that repeat harmless."""
+        connection; its `request_id` makes that repeat harmless.
+
+        Whatever else handling one message raises stays with that message (`_contain`):
+        it is refused, counted and acknowledged like any refusal. Let through, it would
+        end the connection before the PUBACK, and the persistent session would give the
+        same message back on every reconnect, ahead of every later notice (issue 34)."""
         # Also runs without a notice handler: it is what notices a lost connection.
         async for message in client.messages:
             if self.on_notice is not None:
-                topic = str(message.topic)
-                if message.topic.matches(self.command_topic):
-                    await self._crash_point("received", client)
-                    user, command = topic.split("/")[-2:]
-                    await self._handle_command(user, command, message.payload)
-                    await self._crash_point("handled", client)
-                elif message.topic.matches(self.notice_topic):
-                    await self._crash_point("received", client)
-                    await self._handle_anonymous(message.payload)
-                    await self._crash_point("handled", client)
+                try:
+                    await self._handle_message(client, message)
+                except Exception as exc:
+                    self._contain(message, exc)
             # Anything else (a subscription a former run left in the session) is
             # acknowledged too, or it would hold up the ones after it.
             _ack(client, message)
+
+    async def _handle_message(self, client: aiomqtt.Client, message: aiomqtt.Message) -> None:
+        topic = str(message.topic)
+        if message.topic.matches(self.command_topic):
+            await self._crash_point("received", client)
+            user, command = topic.split("/")[-2:]
+            await self._handle_command(user, command, message.payload)
+            await self._crash_point("handled", client)
+        elif message.topic.matches(self.notice_topic):
+            await self._crash_point("received", client)
+            await self._handle_anonymous(message.payload)
+            await self._crash_point("handled", client)
+
+    def _contain(self, message: aiomqtt.Message, exc: Exception) -> None:
+        """Refuse a message whose handling raised (a bug, or a payload nothing foresaw):
+        reason `internal`, on the rejected topic of the user its topic names. Raises
+        nothing itself: the message is acknowledged whatever happens here."""
+        try:
+            topic = str(message.topic)
+            log.error("mqtt message handling failed; refused and acknowledged", topic=topic,
+                      payload=_text(message.payload)[:RAW_LIMIT], exc_info=exc)
+            user, rejected_topic = "", self.rejected_topic
+            if message.topic.matches(self.command_topic):
+                user = topic.split("/")[-2]
+                rejected_topic = f"{self.prefix}/rejected/{user}"
+            self._reject(Refusal("internal", "internal error handling the notice "
+                                 f"({type(exc).__name__})."),
+                         _text(message.payload), rejected_topic, user)
+        except Exception:  # even the log failed: count what was not sent, move on
+            with contextlib.suppress(Exception):
+                self.metrics.mqtt_publish_failures.inc()
 
     async def _crash_point(self, point: str, client: aiomqtt.Client) -> None:
         """SCHEDD_MQTT_CRASH_AT (tests only): kill -9 ourselves here. First let the
@@ -389,24 +421,13 @@ class MqttBus:
                              rejected_topic: str) -> None:
         raw = _text(payload)
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            self._reject(Refusal("malformed", f"notice is not valid JSON ({exc.msg} at "
-                                 f"position {exc.pos})."), raw, rejected_topic,
-                         principal.user)
-            return
-        if not isinstance(obj, dict):
-            self._reject(Refusal("malformed", "notice must be a JSON object, not "
-                                 f"{type(obj).__name__}."), raw, rejected_topic,
-                         principal.user)
+            obj = decode_notice(_bytes(payload))
+        except PayloadError as exc:
+            self._reject(Refusal("malformed", str(exc)), raw, rejected_topic, principal.user)
             return
         assert self.on_notice is not None
-        try:
-            outcome = await self.on_notice(obj, principal)
-        except Exception as exc:
-            log.exception("mqtt notice handler failed", payload=raw[:RAW_LIMIT])
-            outcome = Refusal("internal", "internal error handling the notice "
-                              f"({type(exc).__name__}).")
+        # A handler that raises is refused by `_contain`, as anything else that raises.
+        outcome = await self.on_notice(obj, principal)
         if outcome is None:
             # Counted in schedd_notices_total by the daemon when it applies the notice.
             log.info("mqtt notice accepted", job_id=obj.get("job_id"), user=principal.user,
@@ -437,9 +458,19 @@ class MqttBus:
 
 
 def _text(payload: Any) -> str:
+    """The payload as text for logs and rejections, which show its first RAW_LIMIT
+    characters: its first 4 x RAW_LIMIT bytes (UTF-8 takes at most 4 a character; bad
+    UTF-8 replaced)."""
     if isinstance(payload, bytes | bytearray):
-        return bytes(payload).decode("utf-8", errors="replace")
+        return bytes(payload[:4 * RAW_LIMIT]).decode("utf-8", errors="replace")
     return "" if payload is None else str(payload)
+
+
+def _bytes(payload: Any) -> bytes:
+    """The payload as received (paho gives bytes; aiomqtt's type also allows others)."""
+    if isinstance(payload, bytes | bytearray):
+        return bytes(payload)
+    return b"" if payload is None else str(payload).encode()
 
 
 def default_client_id(cluster: str) -> str:
