@@ -103,8 +103,45 @@ class Simulated:
     seconds: float  # CPU time of the simulation itself
 
 
+def decay_phase(run: Path, calc_period: float, max_age: float) -> float | None:
+    """When in each PriorityCalcPeriod the run's decay thread recomputed priorities, read
+    off its sprio snapshots (sprio.tsv, bench/slurm_reference.py): a pending job's age
+    factor is (that instant - its eligible time) / PriorityMaxAge. None without them."""
+    path = run / "sprio.tsv"
+    if not path.exists() or max_age <= 0:
+        return None
+    real = {}
+    imported = import_log("slurm", str(run / "sacct.txt"))
+    cols = imported.trace.columns
+    for i in range(len(cols["job_id"])):
+        eligible = float(cols["eligible"][i])
+        real[int(cols["job_id"][i])] = eligible if eligible >= 0 else float(cols["submit"][i])
+    lines = path.read_text().splitlines()
+    if not lines:
+        return None
+    head = lines[0].split("\t")
+    where = {name: k for k, name in enumerate(head)}
+    if not {"JOBID", "AGE_NORM"} <= where.keys():
+        return None
+    counts: dict[int, int] = {}
+    for line in lines[1:]:
+        cells = line.split("\t")
+        try:
+            jid, age = int(cells[where["JOBID"]]), float(cells[where["AGE_NORM"]])
+        except (ValueError, IndexError):
+            continue
+        if 0 < age < 1 and jid in real:
+            tick = real[jid] + age * max_age
+            phase = int(round(tick)) % int(calc_period)
+            counts[phase] = counts.get(phase, 0) + 1
+    if not counts:
+        return None
+    return float(max(counts, key=lambda k: (counts[k], -k)))
+
+
 def simulate_run(run: Path, **options: str) -> Simulated:
-    """Simulate a reference run's sacct output with its slurm.conf and associations."""
+    """Simulate a reference run's sacct output with its slurm.conf and associations (the
+    decay thread's phase from the run's sprio snapshots where it has them)."""
     import time
 
     imported = import_log("slurm", str(run / "sacct.txt"))
@@ -112,6 +149,11 @@ def simulate_run(run: Path, **options: str) -> Simulated:
     assoc = run / "assoc.txt"
     setup = SlurmSetup.read(str(run / "slurm.conf"), str(assoc) if assoc.exists() else None)
     trace, jobs = setup.prepare(trace)
+    prio = setup.conf.priority
+    if prio.multifactor and "decay_phase" not in options:
+        phase = decay_phase(run, prio.calc_period, prio.max_age)
+        if phase is not None:
+            options = {**options, "decay_phase": str(phase)}
     policy = SlurmPolicy(parse_options("slurm", SlurmOptions,
                                        [f"{k}={v}" for k, v in options.items()]),
                          setup.cluster)

@@ -84,6 +84,9 @@ class SlurmOptions:
     check_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of 30 s at which time limits are checked (-1: from "
                 "boot; simulate infers it from an imported log's time-outs)"})
+    decay_phase: float = field(default=-1.0, metadata={
+        "help": "seconds past a multiple of PriorityCalcPeriod (from time 0) at which the "
+                "decay thread recomputes priorities (-1: from boot)"})
     boot: float = field(default=0.0, metadata={
         "help": "seconds before time 0 at which slurmctld started: the phase of its "
                 "periodic timers (background passes, decay, time-limit checks, backfill)"})
@@ -234,7 +237,9 @@ class SlurmPolicy(Policy):
         self.multifactor = conf.priority.multifactor
         self.decay_f = fairshare.decay_factor(conf.priority.decay_half_life)
         self.calc = max(conf.priority.calc_period, 1.0)
-        self.next_decay = phase + self.calc * math.ceil(-phase / self.calc)
+        decay_phase = (self.options.decay_phase if self.options.decay_phase >= 0
+                       else phase % self.calc)
+        self.next_decay = decay_phase % self.calc
         self.g_last_ran = self.next_decay - self.calc
         self.fair_tree = conf.priority.fair_tree
         self.fs_stale = False  # usage charged since the last ranking
