@@ -143,8 +143,11 @@ def test_a_missing_conf_is_one_sentence(tmp_path: Path) -> None:
         read_slurm_conf(tmp_path / "nope.conf")
 
 
-ASSOC = """\
-Cluster|Account|User|Partition|Share|Priority|GrpJobs|GrpTRES|GrpSubmit|GrpWall|GrpTRESMins|MaxJobs|MaxTRES|MaxTRESPerNode|MaxSubmit|MaxWall|MaxTRESMins|QOS|Def QOS|GrpTRESRunMins
+# sacctmgr's default columns, as a real 22.05 prints them.
+HEADER = ("Cluster|Account|User|Partition|Share|Priority|GrpJobs|GrpTRES|GrpSubmit|GrpWall|"
+          "GrpTRESMins|MaxJobs|MaxTRES|MaxTRESPerNode|MaxSubmit|MaxWall|MaxTRESMins|QOS|"
+          "Def QOS|GrpTRESRunMins")
+ASSOC = HEADER + """
 c|root|||1|||||||||||||normal||
 c|root|root||1|||||||||||||normal||
 c|phys|||30|||||||||||||normal||
