@@ -85,8 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(format_brief(summary))
         print()
-        print(f"metrics (scraped from {metrics_url}):")
+        print(f"metrics (scraped from {metrics_url} after the replay: counters cover "
+              "the run, gauges the idle daemon now):")
         for line in shown:
+            if line.startswith("schedd_utilization_ratio"):
+                # Busy nodes now, with the queue drained: not the run's utilisation above.
+                line += "   # busy nodes now / nodes up (the run's is under utilisation)"
             print("  " + line)
         print(f"\nresults: {out}/jobs.swf, {out}/jobs.csv, {out}/summary.json "
               f"(replay section: divergence from schedd simulate)")
