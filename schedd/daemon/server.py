@@ -36,7 +36,8 @@ from .auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
 from .config import ConfigError, check_engine_limits
-from .eventlog import EventLog
+from .eventlog import BACKLOG_BYTES as WATCH_BACKLOG_BYTES
+from .eventlog import STREAMS_PER_USER, EventLog
 from .host import RECORD_IN_MEMORY, EngineHost, ReplayFailed
 from .interceptor import SchedulerInterceptor, _principal
 from .journal import Journal, JournalError
@@ -147,7 +148,11 @@ class Daemon:
         self.metrics.speedup = self.clock.speedup  # the clock lag in wall seconds
         self.metrics.start_policies(primary.name, fallback.name)
         self.mqtt_password = _mqtt_password(args)
-        self.events = EventLog(self.name)
+        # Watchers' bounds (docs/daemon.md, "Watchers"): backlog bytes, streams per user.
+        self.events = EventLog(
+            self.name,
+            backlog_bytes=_env_count("SCHEDD_WATCH_BACKLOG_BYTES", WATCH_BACKLOG_BYTES),
+            streams_per_user=_env_count("SCHEDD_WATCH_STREAMS_PER_USER", STREAMS_PER_USER))
         self.host = EngineHost(self.engine, self.policy, self.clock, self.journal,
                                self.metrics, self.events, tick=args.tick)
         self.host.check_invariants = args.validate
