@@ -1,12 +1,18 @@
-"""Daemon memory, journal size and recovery time over a long lockstep replay.
+"""Daemon memory, journal size and recovery time over a long replay.
 
     nice -n 10 .venv/bin/python bench/daemon_memory.py --jobs 1000000 [--out DIR]
+    nice -n 10 .venv/bin/python bench/daemon_memory.py --jobs 150000 \
+        --clock accelerated --speedup 1000000
 
 A generated workload (seeded: Poisson arrivals every 60 s on average, runtimes
 exponential with mean 600 s, 1-32 nodes, requested time 2 x runtime; about 0.65 load on
 `nodes:256`) is replayed through a real `schedd serve --clock lockstep --policy easy` with
 an on-disk journal by the replay client (`schedd_clients.replay --lockstep`, SubmitJobs
-streams of up to 1,000 jobs). The daemon's resident set (/proc/PID/status VmRSS) is
+streams of up to 1,000 jobs), or with `--clock accelerated --speedup K` through an
+accelerated daemon by the replay client in its accelerated mode (the path of issue 34's
+item 5: submissions ahead of the clock, an iteration per tick and per due event). The
+RSS growth over the second half of the finished jobs is compared with the first half's.
+The daemon's resident set (/proc/PID/status VmRSS) is
 sampled every second against the number of finished jobs. After the run: peak RSS
 (VmHWM), the journal's size, then `kill -9` and a restart on the same journal, timed to
 "serving", next to the start time of an empty journal. Writes
@@ -51,6 +57,20 @@ def write_trace(path: Path, jobs: int, seed: int) -> None:
                     f"{1 + i % 50} 1 -1 1 -1 -1 -1\n")
 
 
+def half_growth(samples: list[tuple[float, int, int]], jobs: int) -> str:
+    """RSS growth while the first half of the jobs finished, and while the second half
+    did: a daemon that keeps nothing per finished job grows in the first (rings and
+    caches filling) and hardly in the second."""
+    def rss_at(n: int) -> int:
+        return next((kb for _, done, kb in samples if done >= n), samples[-1][2])
+
+    if not samples:
+        return "no samples"
+    first = rss_at(jobs // 2) - rss_at(1)
+    second = rss_at(jobs) - rss_at(jobs // 2)
+    return f"{first / 1024:+,.0f} / {second / 1024:+,.0f} MiB"
+
+
 def rss_kb(pid: int, field: str = "VmRSS") -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -75,6 +95,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" /
                                          "daemon_memory-latest.md"))
     ap.add_argument("--workdir", default=None, help="keep the trace and journal here")
+    ap.add_argument("--clock", choices=("lockstep", "accelerated"), default="lockstep")
+    ap.add_argument("--speedup", type=float, default=1_000_000,
+                    help="virtual seconds per wall second with --clock accelerated")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="schedd-mem-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -82,7 +105,9 @@ def main() -> int:
     for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-acked")):
         p.unlink(missing_ok=True)
     write_trace(trace, args.jobs, args.seed)
-    d = DaemonProc("--clock", "lockstep", "--cluster", CLUSTER, "--policy", "easy",
+    clock = ["--clock", "lockstep"] if args.clock == "lockstep" else [
+        "--clock", "accelerated", "--speedup", f"{args.speedup:g}"]
+    d = DaemonProc(*clock, "--cluster", CLUSTER, "--policy", "easy",
                    "--state-db", str(db), timeout=60)
     pid = d.proc.pid
     samples: list[tuple[float, int, int]] = []  # (seconds, finished jobs, rss kB)
@@ -102,7 +127,8 @@ def main() -> int:
     start = time.perf_counter()
     replay = subprocess.run(
         [sys.executable, "-m", "schedd_clients.replay", str(trace), "--out", str(work / "out"),
-         "--server", d.address, "--no-progress", "--lockstep", "--no-compare"],
+         "--server", d.address, "--no-progress", "--no-compare",
+         *(["--lockstep"] if args.clock == "lockstep" else [])],
         capture_output=True, text=True)
     wall = time.perf_counter() - start
     done.set()
@@ -118,8 +144,9 @@ def main() -> int:
     recovery = time_to_serve(db)
     empty = work / "empty.sqlite"
     baseline = time_to_serve(empty)
+    growth = half_growth(samples, args.jobs)
     lines = [
-        f"# Daemon memory over a {args.jobs:,}-job lockstep replay",
+        f"# Daemon memory over a {args.jobs:,}-job {args.clock} replay",
         "",
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; "
@@ -130,6 +157,7 @@ def main() -> int:
         f"| jobs replayed | {args.jobs:,} in {wall:,.0f} s ({args.jobs / wall:,.0f} jobs/s) |",
         f"| peak RSS (VmHWM) | {peak / 1024:,.0f} MiB |",
         f"| RSS at the end | {final_rss / 1024:,.0f} MiB |",
+        f"| RSS growth, first / second half of the jobs | {growth} |",
         f"| journal size (file + WAL) | {size / 1e6:,.1f} MB ({size / args.jobs:,.0f} B/job) |",
         f"| restart after kill -9, to serving | {recovery:.2f} s |",
         f"| start on an empty journal, to serving | {baseline:.2f} s |",
