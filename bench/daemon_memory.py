@@ -79,9 +79,9 @@ def rss_kb(pid: int, field: str = "VmRSS") -> int:
     return 0
 
 
-def time_to_serve(db: Path) -> float:
+def time_to_serve(db: Path, clock: list[str]) -> float:
     start = time.perf_counter()
-    d = DaemonProc("--clock", "lockstep", "--cluster", CLUSTER, "--policy", "easy",
+    d = DaemonProc(*clock, "--cluster", CLUSTER, "--policy", "easy",
                    "--state-db", str(db), timeout=600)
     took = time.perf_counter() - start
     d.stop()
@@ -141,9 +141,9 @@ def main() -> int:
     os.kill(pid, signal.SIGKILL)
     d.proc.wait(10)
     size = sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
-    recovery = time_to_serve(db)
+    recovery = time_to_serve(db, clock)
     empty = work / "empty.sqlite"
-    baseline = time_to_serve(empty)
+    baseline = time_to_serve(empty, clock)
     growth = half_growth(samples, args.jobs)
     lines = [
         f"# Daemon memory over a {args.jobs:,}-job {args.clock} replay",
