@@ -34,6 +34,7 @@ Event = dict[str, Any]
 # (seq, time, kind, job_id, state, cause, nodes, bytes published before this event)
 Row = tuple[int, float, str, int, str, str, int, int]
 
+EVENT_RING = 200_000  # SCHEDD_EVENT_RING: events kept for resumption
 BACKLOG_BYTES = 4 * 1024 * 1024  # SCHEDD_WATCH_BACKLOG_BYTES: about 80,000 events
 STREAMS_PER_USER = 8  # SCHEDD_WATCH_STREAMS_PER_USER
 
@@ -88,7 +89,7 @@ class Watcher:
 
 
 class EventLog:
-    def __init__(self, cluster: str, capacity: int = 200_000, *,
+    def __init__(self, cluster: str, capacity: int = EVENT_RING, *,
                  backlog_bytes: int = BACKLOG_BYTES,
                  streams_per_user: int = STREAMS_PER_USER):
         self.cluster = cluster

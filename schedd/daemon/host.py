@@ -188,6 +188,7 @@ class EngineHost:
         self._record_sent = dict.fromkeys(RECORD_TABLES, 0)
         self.record_base = dict.fromkeys(RECORD_TABLES, 0)
         self.record_in_memory = RECORD_IN_MEMORY
+        self.results_in_memory = RESULTS_IN_MEMORY  # SCHEDD_RESULTS_IN_MEMORY
         self.last_applied_seq = 0  # stimuli up to here are applied (in seq order)
         self._applied_since_snapshot = 0
         # A fixed interval (SCHEDD_SNAPSHOT_EVERY), or None: the default, which also waits
@@ -611,7 +612,7 @@ class EngineHost:
     def _drop_stored_results(self) -> None:
         """Engine thread, between iterations: every row so far is in the results store
         (the last iteration's mark committed them), so the engine's table starts again."""
-        if len(self.engine.results) >= RESULTS_IN_MEMORY:
+        if len(self.engine.results) >= self.results_in_memory:
             self.results_base += len(self.engine.results)
             self.engine.results = ResultTable.empty()
             self._last_results = 0
