@@ -102,3 +102,19 @@ def test_event_times_never_go_backwards_and_submitted_is_the_submit_time() -> No
     assert submitted == submits
     queued = {e.job_id: e.time for e in events if e.kind == "queued"}
     assert all(queued[j] >= submitted[j] for j in submits)
+
+
+def test_the_demo_says_the_utilisation_gauge_is_now_not_the_run() -> None:
+    """`make demo` printed `schedd_utilization_ratio 0.0` under a summary of utilisation
+    0.707: the gauge is the busy share at the scrape, after the replay drained the queue."""
+    from schedd_clients.demo import shown_metrics
+
+    scrape = ("# HELP schedd_utilization_ratio Busy nodes over nodes that are up (0 to 1).\n"
+              "schedd_utilization_ratio 0.0\n"
+              'schedd_completions_total{class="batch",state="completed"} 1000.0\n'
+              'schedd_completions_total{class="batch",state="killed"} 0.0\n')
+    shown = shown_metrics(scrape)
+    assert shown == [
+        "schedd_utilization_ratio 0.0   # busy nodes now / nodes up (the run's is under "
+        "utilisation)",
+        'schedd_completions_total{class="batch",state="completed"} 1000.0']
