@@ -217,7 +217,8 @@ def test_summary_is_short_by_default_full_verbose_none_quiet_json_on_stdout(tmp_
     assert 10 <= len(brief) <= 16 and brief[-1].startswith("wrote ")
     keys = [ln.split("  ")[0] for ln in brief[:-1]]
     assert keys == ["run", "jobs", "makespan", "utilisation", "wait (s)", "response (s)",
-                    "slowdown", "bounded slowdown", "preemptions", "failures", "final states"]
+                    "slowdown", "bounded slowdown", "preemptions", "failures", "lost work",
+                    "final states"]
     verbose = schedd("simulate", "--verbose", "--out", str(tmp_path / "b")).stdout
     assert "per-job metrics" in verbose and len(verbose.splitlines()) > 60
     assert schedd("simulate", "--quiet", "--out", str(tmp_path / "c")).stdout == ""
