@@ -1,12 +1,18 @@
-"""Daemon memory, journal size and recovery time over a long lockstep replay.
+"""Daemon memory, journal size and recovery time over a long replay.
 
     nice -n 10 .venv/bin/python bench/daemon_memory.py --jobs 1000000 [--out DIR]
+    nice -n 10 .venv/bin/python bench/daemon_memory.py --jobs 150000 \
+        --clock accelerated --speedup 1000000
 
 A generated workload (seeded: Poisson arrivals every 60 s on average, runtimes
 exponential with mean 600 s, 1-32 nodes, requested time 2 x runtime; about 0.65 load on
 `nodes:256`) is replayed through a real `schedd serve --clock lockstep --policy easy` with
 an on-disk journal by the replay client (`schedd_clients.replay --lockstep`, SubmitJobs
-streams of up to 1,000 jobs). The daemon's resident set (/proc/PID/status VmRSS) is
+streams of up to 1,000 jobs), or with `--clock accelerated --speedup K` through an
+accelerated daemon by the replay client in its accelerated mode (the path of issue 34's
+item 5: submissions ahead of the clock, an iteration per tick and per due event). The
+RSS growth over the second half of the finished jobs is compared with the first half's.
+The daemon's resident set (/proc/PID/status VmRSS) is
 sampled every second against the number of finished jobs. After the run: peak RSS
 (VmHWM), the journal's size, then `kill -9` and a restart on the same journal, timed to
 "serving", next to the start time of an empty journal. Writes
@@ -51,6 +57,23 @@ def write_trace(path: Path, jobs: int, seed: int) -> None:
                     f"{1 + i % 50} 1 -1 1 -1 -1 -1\n")
 
 
+def half_growth(samples: list[tuple[float, int, int]], jobs: int) -> str:
+    """RSS growth from the start to half the jobs finished, and from there to 95% of them
+    (the median of the samples within 5% of the jobs of each point: one sample can catch
+    a snapshot's pickle in flight, and the end the replay's GetResults): a daemon that
+    keeps nothing per finished job grows in the first (rings and caches filling) and
+    hardly in the second."""
+    def rss_around(share: float) -> int:
+        near = sorted(kb for _, done, kb in samples if abs(done - share * jobs) <= 0.05 * jobs)
+        return near[len(near) // 2] if near else 0
+
+    if not samples:
+        return "no samples"
+    first = rss_around(0.5) - samples[0][2]
+    second = rss_around(0.95) - rss_around(0.5)
+    return f"{first / 1024:+,.0f} / {second / 1024:+,.0f} MiB"
+
+
 def rss_kb(pid: int, field: str = "VmRSS") -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -59,9 +82,9 @@ def rss_kb(pid: int, field: str = "VmRSS") -> int:
     return 0
 
 
-def time_to_serve(db: Path) -> float:
+def time_to_serve(db: Path, clock: list[str]) -> float:
     start = time.perf_counter()
-    d = DaemonProc("--clock", "lockstep", "--cluster", CLUSTER, "--policy", "easy",
+    d = DaemonProc(*clock, "--policy", "easy",
                    "--state-db", str(db), timeout=600)
     took = time.perf_counter() - start
     d.stop()
@@ -75,14 +98,27 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" /
                                          "daemon_memory-latest.md"))
     ap.add_argument("--workdir", default=None, help="keep the trace and journal here")
+    ap.add_argument("--clock", choices=("lockstep", "accelerated"), default="lockstep")
+    ap.add_argument("--trace", default=None,
+                    help="replay this trace (e.g. `schedd workload lublin --jobs N`) "
+                         "instead of the generated one; --jobs then counts its jobs")
+    ap.add_argument("--cluster", default=CLUSTER, help=f"the daemon's machine ({CLUSTER})")
+    ap.add_argument("--speedup", type=float, default=1_000_000,
+                    help="virtual seconds per wall second with --clock accelerated")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="schedd-mem-"))
     work.mkdir(parents=True, exist_ok=True)
     trace, db = work / "trace.swf", work / "journal.sqlite"
     for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-acked")):
         p.unlink(missing_ok=True)
-    write_trace(trace, args.jobs, args.seed)
-    d = DaemonProc("--clock", "lockstep", "--cluster", CLUSTER, "--policy", "easy",
+    if args.trace:
+        trace = Path(args.trace)
+    else:
+        write_trace(trace, args.jobs, args.seed)
+    clock = ["--clock", "lockstep"] if args.clock == "lockstep" else [
+        "--clock", "accelerated", "--speedup", f"{args.speedup:g}"]
+    clock += ["--cluster", args.cluster]
+    d = DaemonProc(*clock, "--policy", "easy",
                    "--state-db", str(db), timeout=60)
     pid = d.proc.pid
     samples: list[tuple[float, int, int]] = []  # (seconds, finished jobs, rss kB)
@@ -102,7 +138,8 @@ def main() -> int:
     start = time.perf_counter()
     replay = subprocess.run(
         [sys.executable, "-m", "schedd_clients.replay", str(trace), "--out", str(work / "out"),
-         "--server", d.address, "--no-progress", "--lockstep", "--no-compare"],
+         "--server", d.address, "--no-progress", "--no-compare",
+         *(["--lockstep"] if args.clock == "lockstep" else [])],
         capture_output=True, text=True)
     wall = time.perf_counter() - start
     done.set()
@@ -115,11 +152,12 @@ def main() -> int:
     os.kill(pid, signal.SIGKILL)
     d.proc.wait(10)
     size = sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
-    recovery = time_to_serve(db)
+    recovery = time_to_serve(db, clock)
     empty = work / "empty.sqlite"
-    baseline = time_to_serve(empty)
+    baseline = time_to_serve(empty, clock)
+    growth = half_growth(samples, args.jobs)
     lines = [
-        f"# Daemon memory over a {args.jobs:,}-job lockstep replay",
+        f"# Daemon memory over a {args.jobs:,}-job {args.clock} replay",
         "",
         f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; "
@@ -130,6 +168,7 @@ def main() -> int:
         f"| jobs replayed | {args.jobs:,} in {wall:,.0f} s ({args.jobs / wall:,.0f} jobs/s) |",
         f"| peak RSS (VmHWM) | {peak / 1024:,.0f} MiB |",
         f"| RSS at the end | {final_rss / 1024:,.0f} MiB |",
+        f"| RSS growth, to 50% / from 50% to 95% of the jobs | {growth} |",
         f"| journal size (file + WAL) | {size / 1e6:,.1f} MB ({size / args.jobs:,.0f} B/job) |",
         f"| restart after kill -9, to serving | {recovery:.2f} s |",
         f"| start on an empty journal, to serving | {baseline:.2f} s |",

@@ -38,6 +38,14 @@ simulation allocates and frees NumPy arrays of such sizes over and over: a KTH r
 simulate` keeps freed memory for reuse instead: 16,700 and 191,000 faults, with the same
 peak resident memory (docs/benchmarks.md); it is only not given back before the process
 ends. The daemon does not: it runs for months and should return what a burst took.
+
+`return_freed_memory` is the daemon's side of it: glibc raises its mmap threshold each
+time a mapped block is freed (up to 32 MiB), after which blocks of that size -- a
+snapshot's pickle, a result chunk, a journal batch -- come from the heap, where long-lived
+objects pin the space around them. An accelerated replay's daemon grew that way by about
+0.8 KB a finished job with nothing kept per job (issue 34; docs/benchmarks.md): the heap's
+free space went from 54 to 118 MB between 40,000 and 85,000 jobs. Holding the threshold at
+glibc's default keeps such blocks in mappings of their own, given back when freed.
 """
 
 from __future__ import annotations
@@ -101,6 +109,8 @@ def settle(thresholds: tuple[int, int, int] | None, collect: bool = True) -> boo
     return True
 
 
+_MMAP_DEFAULT = 128 << 10  # glibc's own mmap threshold (and trim threshold), held fixed
+
 # glibc's mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 _MMAP_MOST = 32 << 20  # glibc refuses a larger mmap threshold on 64-bit (HEAP_MAX_SIZE / 2)
@@ -126,3 +136,22 @@ def keep_freed_memory() -> bool:
     # The mmap threshold first: setting either fixes both (glibc stops adjusting them).
     return (bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_MOST))
             and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)) and bool(mallopt(_M_ARENA_MAX, 1)))
+
+
+def return_freed_memory() -> bool:
+    """glibc only, for the daemon: hold the mmap threshold at 128 KiB (glibc's default,
+    which it otherwise raises as mapped blocks are freed), so that every block of that size
+    or more is a mapping of its own, returned to the kernel when freed, not heap space
+    fragmented between long-lived objects. Fixing it fixes the trim threshold too (at its
+    default, 128 KiB). False (nothing changed) elsewhere or if glibc refuses."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_DEFAULT))

@@ -327,8 +327,11 @@ def format_brief(summary: dict[str, Any]) -> str:
                         f"{summary['preemption_ratio']:.3f}), checkpoints "
                         f"{summary['checkpoints']:,}"),
         ("failures", f"{summary.get('node_failures', 0):,} node failures, "
-                     f"{summary['failures']:,} job failures, lost "
-                     f"{_num(summary['lost_node_h'], 1)} node-hours"),
+                     f"{summary['failures']:,} job interruptions by them"),
+        # Lost work is mostly preemption's (hybrid, real-time), not only failures'.
+        ("lost work", f"{_num(summary['lost_node_h'], 1)} node-hours computed, then "
+                      "thrown away (preempted without a checkpoint or back to the last "
+                      "one, cancelled while running, or hit by a node failure)"),
         ("final states", ", ".join(f"{k} {v:,}" for k, v in summary["final_states"].items()
                                    if v) or "none"),
     ]

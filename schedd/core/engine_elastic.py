@@ -3,6 +3,7 @@ repairs (fourth link of the engine chain, see engine_state.py)."""
 
 from __future__ import annotations
 
+from ..limits import MAX_DURATION
 from .cluster import Allocation, PoolState
 from .decisions import DecisionError, PreemptMode
 from .engine_preempt import _Preemption
@@ -38,6 +39,9 @@ class _Elastic(_Preemption):
             walltime = job.walltime + sign * ecc.amount
             if walltime <= 0:
                 return "rejected: walltime would not stay positive"
+            if walltime > MAX_DURATION:  # the bound every given walltime is held to
+                return (f"rejected: walltime would be {walltime:.6g} s, above "
+                        f"{MAX_DURATION:g} s")
             job.walltime = walltime
             if self.options.ecc_changes_runtime:
                 x.work_total = max(x.work_total + sign * ecc.amount, 1e-9)

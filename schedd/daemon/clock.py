@@ -77,6 +77,17 @@ class VirtualClock:
         self._origin = target
         self._wall_origin = self._wall()
 
+    def advance_by(self, seconds: float) -> float:
+        """Jump forward by `seconds` from the reading at this instant (any amount > 0: a
+        running clock cannot have moved past a target taken here). Returns the new time."""
+        if not (math.isfinite(seconds) and seconds > 0):
+            raise ClockError(f"the clock can only move forward by a positive, finite amount "
+                             f"of time, not {seconds!r}")
+        target = self.now() + seconds
+        self._origin = target
+        self._wall_origin = self._wall()
+        return target
+
     def restore(self, virtual: float) -> None:
         """Continue from `virtual` (after recovery): the outage took no virtual time."""
         self._origin = max(self._origin, virtual) if self.lockstep else virtual

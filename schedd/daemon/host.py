@@ -17,6 +17,7 @@ the policy computes, so there is no lag and the results equal `schedd simulate`'
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import math
 import pickle
@@ -118,6 +119,9 @@ class EngineFailed(Exception):
         super().__init__(FAILED)
 
 
+EventRow = tuple[float, str, int, str, str, int]  # time, kind, job id, state, cause, nodes
+
+
 @dataclass
 class ClusterSnapshot:
     free: int = 0
@@ -143,6 +147,10 @@ class IterationOut:
     cluster: ClusterSnapshot
     seconds: float
     record: list[tuple[str, int, bytes]] = field(default_factory=list)  # run record rows
+    # Events of the stimuli taken in (submitted, notice): (time, kind, job, state, cause,
+    # nodes), published in time order with the iteration's transitions (_publish).
+    intake: list[EventRow] = field(default_factory=list)
+    start_time: float = 0.0  # the engine's time when the iteration began
 
 
 class EngineHost:
@@ -163,6 +171,10 @@ class EngineHost:
         self.next_time: float | None = None
         self.idle = True
         self._pending: list[Stimulus] = []
+        self._accepted_at: dict[int, float] = {}  # stimulus seq -> clock when committed
+        # Events later than the engine's time, held until it gets there (_publish).
+        self._held: list[tuple[float, int, int, EventRow]] = []
+        self._event_order = 0  # ties in time keep the order events were made in
         self._wake = asyncio.Event()
         self._stopping = False
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedd-engine")
@@ -176,6 +188,7 @@ class EngineHost:
         self._record_sent = dict.fromkeys(RECORD_TABLES, 0)
         self.record_base = dict.fromkeys(RECORD_TABLES, 0)
         self.record_in_memory = RECORD_IN_MEMORY
+        self.results_in_memory = RESULTS_IN_MEMORY  # SCHEDD_RESULTS_IN_MEMORY
         self.last_applied_seq = 0  # stimuli up to here are applied (in seq order)
         self._applied_since_snapshot = 0
         # A fixed interval (SCHEDD_SNAPSHOT_EVERY), or None: the default, which also waits
@@ -210,7 +223,7 @@ class EngineHost:
     # ------------------------------------------------------------------ intake (loop)
     def accept(self, stimuli: list[Stimulus]) -> None:
         """Committed stimuli, in journal order: queue them for the next iteration."""
-        now = self.published_now()
+        now = self.clock.now()
         submitted: dict[str, int] = {}  # by class letter: one counter update per class
         for st in stimuli:
             self._pending.append(st)
@@ -219,10 +232,10 @@ class EngineHost:
                 rec = self.records[spec.id] = record_of_spec(spec, st.owner)
                 self.owners[spec.id] = st.owner
                 submitted[rec.job_class] = submitted.get(rec.job_class, 0) + 1
-                self.events.emit(now, "submitted", spec.id, PENDING, "rpc", spec.nodes)
+                self._accepted_at[st.seq] = now
             elif st.kind == "notice":
                 self.metrics.notices.labels(st.body.get("source", "rpc")).inc()
-                self.events.emit(now, "notice", st.job_id, "", "accepted", st.body["nodes"])
+                self._accepted_at[st.seq] = now
         for letter, n in submitted.items():
             self.metrics.submissions.labels(CLASS_NAMES[letter]).inc(n)
         self._wake.set()
@@ -244,11 +257,13 @@ class EngineHost:
         while not self._stopping:
             self._wake.clear()
             batch, self._pending = self._pending, []
+            stamps = {st.seq: self._accepted_at.pop(st.seq) for st in batch
+                      if st.seq in self._accepted_at}
             idle_run = self._run_until_idle
             target = math.inf if idle_run else self.clock.now()
             try:
                 out = await loop.run_in_executor(self._executor, self._iterate, batch,
-                                                 target, idle_run)
+                                                 target, idle_run, stamps)
             except Exception as err:  # a bug in the engine or the policy: fatal
                 self._fail(err, batch)
                 return
@@ -384,8 +399,10 @@ class EngineHost:
         delay = self.clock.wall_delay(next_time) if next_time is not None else math.inf
         return min(delay, self.tick)
 
-    async def advance(self, to: float | None, until_idle: bool = False) -> None:
-        """Move the clock (lockstep: the only way) and wait until the engine is there."""
+    async def advance(self, to: float | None, until_idle: bool = False,
+                      by: float | None = None) -> None:
+        """Move the clock (lockstep: the only way) to `to`, or forward `by` seconds from
+        its reading now, and wait until the engine is there."""
         if self.failure is not None:
             raise EngineFailed()
         loop = asyncio.get_running_loop()
@@ -394,8 +411,11 @@ class EngineHost:
             self._run_until_idle = True
             self._idle_waiters.append(done)
         else:
-            assert to is not None
-            self.clock.advance_to(to)
+            if by is not None:
+                to = self.clock.advance_by(by)
+            else:
+                assert to is not None
+                self.clock.advance_to(to)
             self._advance_waiters.append((to, done))
         self._wake.set()
         await done
@@ -433,16 +453,20 @@ class EngineHost:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
     # ------------------------------------------------------------------ iteration (thread)
-    def _iterate(self, stimuli: list[Stimulus], target: float,
-                 until_idle: bool) -> IterationOut:
+    def _iterate(self, stimuli: list[Stimulus], target: float, until_idle: bool,
+                 stamps: dict[int, float] | None = None) -> IterationOut:
         start = time.perf_counter()
         engine = self.engine
+        start_time = engine.now
         self._drop_stored_results()
         self._drop_stored_record()
         applied: list[tuple[int, float]] = []
         rejected: list[tuple[Stimulus, str]] = []
+        intake: list[EventRow] = []
         for st in stimuli:
             applied.append((st.seq, engine.now))
+            if st.kind in ("submit", "notice"):
+                intake.append(_intake_event(st, engine.now, (stamps or {}).get(st.seq)))
             try:
                 self._apply(st)
             except DecisionError as err:
@@ -463,7 +487,9 @@ class EngineHost:
                 break
         if caught_up and math.isfinite(target) and target > engine.now:
             engine.run(until=target)  # no events left before target: just move time
-        return self._collect(applied, rejected, caught_up, start)
+        out = self._collect(applied, rejected, caught_up, start)
+        out.intake, out.start_time = intake, start_time
+        return out
 
     def _apply(self, st: Stimulus) -> None:
         engine, body = self.engine, st.body
@@ -586,7 +612,7 @@ class EngineHost:
     def _drop_stored_results(self) -> None:
         """Engine thread, between iterations: every row so far is in the results store
         (the last iteration's mark committed them), so the engine's table starts again."""
-        if len(self.engine.results) >= RESULTS_IN_MEMORY:
+        if len(self.engine.results) >= self.results_in_memory:
             self.results_base += len(self.engine.results)
             self.engine.results = ResultTable.empty()
             self._last_results = 0
@@ -621,25 +647,28 @@ class EngineHost:
         for job_id, rec in out.records.items():
             rec.owner = self.owners.get(job_id, "")
             self.records[job_id] = rec
+        made: list[EventRow] = []  # the iteration's events after its intake
         for st, why in out.rejected:
             log.warning("stimulus refused by the engine", stimulus_id=st.seq, kind=st.kind,
                         job_id=st.job_id, reason=why)
-            self.events.emit(out.engine_time, "refused", st.job_id, "", why[:200])
+            made.append((out.engine_time, "refused", st.job_id, "", why[:200], 0))
             refused = self.records.get(st.job_id)
             if st.kind == "submit" and refused is not None and refused.state == PENDING:
                 refused.state = "cancelled"  # the job never entered the engine
         for t, job_id, state, cause, nodes in out.transitions:
-            self.events.emit(t, event_kind(state, cause), job_id, state.value, cause, nodes)
+            made.append((t, event_kind(state, cause), job_id, state.value, cause, nodes))
         for cmd in out.commands:
             if cmd.kind in ("checkpoint", "warning"):
                 self.metrics.checkpoints.labels(cmd.kind).inc()
         for ecc, outcome in out.eccs:
             verdict = "applied" if outcome == "applied" else "rejected"
             self.metrics.eccs.labels(ecc.kind, verdict).inc()
-            # The service stamps an ECC no earlier than the clock, and the engine is never
-            # ahead of the clock: it took effect at its own time.
-            self.events.emit(ecc.time, "ecc", ecc.job_id, "", f"{ecc.kind}:{outcome}",
-                             int(ecc.amount) if ecc.kind in ("EP", "RP") else 0)
+            # The engine handles an ECC at its time, or at once if it is already past it
+            # (handled in the iteration that took it in, which began at start_time).
+            made.append((max(ecc.time, out.start_time), "ecc", ecc.job_id, "",
+                         f"{ecc.kind}:{outcome}",
+                         int(ecc.amount) if ecc.kind in ("EP", "RP") else 0))
+        self._publish(out.intake, made, out.engine_time)
         for listener in self.command_listeners:
             for cmd in out.commands:
                 listener(cmd)
@@ -649,6 +678,28 @@ class EngineHost:
             self.records.pop(job_id, None)
             self.owners.pop(job_id, None)
             self.on_stored(job_id)
+
+    def _publish(self, intake: list[EventRow], made: list[EventRow], until: float) -> None:
+        """Emit an iteration's events in time order (a job's `submitted` before its
+        `queued` at the same instant), each at the time it happened. Those later than the
+        engine's time (a job submitted for later, an intake the engine has not reached
+        yet) wait for an iteration that gets there, so that no later event is earlier:
+        every event of a later iteration is at or after this iteration's engine time."""
+        held = self._held
+        for row in intake:
+            self._event_order += 1
+            held.append((row[0], 0, self._event_order, row))
+        for row in made:
+            self._event_order += 1
+            held.append((row[0], 1, self._event_order, row))
+        if not held:
+            return
+        held.sort()
+        due = bisect.bisect_right(held, (until, 2, 0))
+        emit = self.events.emit
+        for _, _, _, (t, kind, job_id, state, cause, nodes) in held[:due]:
+            emit(t, kind, job_id, state, cause, nodes)
+        del held[:due]
 
     def record(self, job_id: int) -> JobRecord | None:
         """A job's record: live ones from memory, finished ones from the results store."""
@@ -714,7 +765,8 @@ class EngineHost:
             nodes={"busy": busy, "free": c.free, "down": c.down, "reserved": c.reserved},
             utilisation=busy / up, virtual_time=now, engine_time=self.engine_time,
             clock_lag=max(0.0, now - self.engine_time),
-            mqtt_connected=1.0 if self.bus_connected() else 0.0)
+            mqtt_connected=1.0 if self.bus_connected() else 0.0,
+            watch_streams=self.events.watchers)
 
     async def results(self, chunk: int = 50_000) -> AsyncIterator[dict[str, np.ndarray]]:
         """Every result row, oldest first, in chunks: the results store's, then the
@@ -795,6 +847,21 @@ class EngineHost:
         log.error("journal entry quarantined: the engine rejects it", stimulus_id=seq,
                   error=error)
         self.journal.quarantine(seq, error)
+
+
+def _intake_event(st: Stimulus, applied_at: float, accepted_at: float | None) -> EventRow:
+    """The event of a submission or a notice the engine takes in at `applied_at`: at the
+    time it was accepted (a job's own submit time, or the clock when it was committed if
+    the job was submitted for later), or at `applied_at` if the engine was already past
+    that (it then queues the job at `applied_at` too)."""
+    if st.kind == "submit":
+        spec = st.job_spec()
+        at = spec.submit if accepted_at is None else min(spec.submit, accepted_at)
+        return (max(at, applied_at), "submitted", spec.id, PENDING, "rpc", spec.nodes)
+    body = st.body
+    when = float(body["time"])
+    at = when if accepted_at is None else min(when, accepted_at)
+    return (max(at, applied_at), "notice", st.job_id, "", "accepted", int(body["nodes"]))
 
 
 async def _stored_then(chunks: Iterator[dict[str, np.ndarray]], live: dict[str, np.ndarray]

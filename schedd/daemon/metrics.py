@@ -62,6 +62,7 @@ class StateSnapshot:
     engine_time: float = 0.0
     clock_lag: float = 0.0  # virtual seconds
     mqtt_connected: float = 0.0
+    watch_streams: int = 0  # open WatchEvents streams
 
 
 # Old name (0.1.0) -> new name; the old names go one release after the rename.
@@ -152,6 +153,8 @@ class _StateCollector(Collector):
                                 value=s.clock_lag / speedup if speedup > 0 else 0.0)
         yield GaugeMetricFamily(PREFIX + "mqtt_connected", "1 while the MQTT broker is "
                                 "connected.", value=s.mqtt_connected)
+        yield GaugeMetricFamily(PREFIX + "watch_streams", "WatchEvents streams open.",
+                                value=s.watch_streams)
 
 
 def _named(new: str) -> list[tuple[str, str]]:
@@ -244,6 +247,9 @@ class DaemonMetrics:
         self.busy_refusals = Counter(PREFIX + "busy_refusals", "Requests refused with "
                                      "RESOURCE_EXHAUSTED because too many were waiting for "
                                      "the journal (SCHEDD_MAX_WAITING).", registry=r)
+        self.watch_cutoffs = Counter(PREFIX + "watch_cutoffs", "WatchEvents streams "
+                                     "ended with RESOURCE_EXHAUSTED because they fell more "
+                                     "than SCHEDD_WATCH_BACKLOG_BYTES behind.", registry=r)
         self.engine_failures = Counter(PREFIX + "engine_failures", "Exceptions that escaped "
                                        "an engine step or a policy pass; each one stops "
                                        "the daemon (exit status 3) for a restart.",

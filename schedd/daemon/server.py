@@ -40,8 +40,9 @@ from .auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
 from .config import ConfigError, check_engine_limits
-from .eventlog import EventLog
-from .host import RECORD_IN_MEMORY, EngineHost, ReplayFailed
+from .eventlog import BACKLOG_BYTES as WATCH_BACKLOG_BYTES
+from .eventlog import EVENT_RING, STREAMS_PER_USER, EventLog
+from .host import RECORD_IN_MEMORY, RESULTS_IN_MEMORY, EngineHost, ReplayFailed
 from .interceptor import SchedulerInterceptor, _principal
 from .journal import Journal, JournalError
 from .logs import configure_logging
@@ -193,7 +194,11 @@ class Daemon:
         self.clock = VirtualClock(args.clock, args.speedup, args.start_time)
         self.metrics.speedup = self.clock.speedup  # the clock lag in wall seconds
         self.metrics.start_policies(primary.name, fallback.name)
-        self.events = EventLog(self.name)
+        # Watchers' bounds (docs/daemon.md, "Watchers"): backlog bytes, streams per user.
+        self.events = EventLog(
+            self.name, _env_count("SCHEDD_EVENT_RING", EVENT_RING),
+            backlog_bytes=_env_count("SCHEDD_WATCH_BACKLOG_BYTES", WATCH_BACKLOG_BYTES),
+            streams_per_user=_env_count("SCHEDD_WATCH_STREAMS_PER_USER", STREAMS_PER_USER))
         self.host = EngineHost(self.engine, self.policy, self.clock, self.journal,
                                self.metrics, self.events, tick=args.tick)
         self.host.check_invariants = args.validate
@@ -229,16 +234,19 @@ class Daemon:
 
     # ------------------------------------------------------------------ lifecycle
     def _recover(self) -> None:
-        from .stored import KnownIds, RequestMemo
+        from .stored import REQUESTS_IN_MEMORY, KnownIds, RequestMemo
 
         rec = self.journal.load()
         meta = {"settings": json.dumps(asdict(self.settings), sort_keys=True)}
         # Finished jobs and older request ids are read back from the journal, not kept.
-        self.service.requests = RequestMemo(self.journal)
+        self.service.requests = RequestMemo(
+            self.journal, _env_count("SCHEDD_REQUESTS_IN_MEMORY", REQUESTS_IN_MEMORY))
         self.service.known_ids = KnownIds(self.service.known_ids, self.journal)
         self.host.snapshot_extra = lambda: {"next_id": self.service.next_id}
         self.host.snapshot_every = _snapshot_every()
         self.host.record_in_memory = _env_count("SCHEDD_RECORD_IN_MEMORY", RECORD_IN_MEMORY)
+        self.host.results_in_memory = _env_count("SCHEDD_RESULTS_IN_MEMORY",
+                                                 RESULTS_IN_MEMORY)
         self.host.on_stored = lambda job_id: self.service.known_ids.discard(job_id)
         if rec.empty:
             self.journal.write_meta(meta)
@@ -276,8 +284,11 @@ class Daemon:
     async def start(self) -> None:
         self._recover()
         heap.settle(self.gc_thresholds)
+        # Large freed blocks go back to the kernel, not into a fragmented heap (issue 34).
+        returns = heap.return_freed_memory()
         log.info("garbage collector set", frozen_objects=gc.get_freeze_count(),
-                 thresholds=list(self.gc_thresholds or gc.get_threshold()))
+                 thresholds=list(self.gc_thresholds or gc.get_threshold()),
+                 returns_freed_memory=returns)
         server = grpc.aio.server(
             interceptors=[SchedulerInterceptor(self.tokens, self.metrics)],
             options=[("grpc.so_reuseport", 0),

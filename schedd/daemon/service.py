@@ -31,6 +31,7 @@ from ..run_files import RECORD_TABLES
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
+from .eventlog import Closed, Lagged, Row, TooManyStreams
 from .host import EngineFailed, EngineHost
 from .interceptor import current_principal
 from .journal import Journal, JournalError
@@ -666,38 +667,45 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     # ------------------------------------------------------------------ events
     async def WatchEvents(self, request: pb.WatchEventsRequest,
                           context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Event]:
+        """The stream reads the ring from its own cursor as fast as gRPC takes the events
+        (a write waits while the client's flow-control window is full), so a stalled
+        client holds nothing but its place; it is ended when it falls more than the
+        backlog bound behind (eventlog.py)."""
         events = self.host.events
-        kinds = set(request.kinds)
+        kinds = frozenset(request.kinds)
         job_id = request.job_id
-
-        def wanted(e: dict[str, Any]) -> bool:
-            return (not kinds or e["kind"] in kinds) and (not job_id or e["job_id"] == job_id)
-
-        queue = events.watch()
+        if request.from_seq and request.from_seq < events.oldest_seq:
+            await context.abort(grpc.StatusCode.OUT_OF_RANGE,
+                                f"events before {events.oldest_seq} are no longer kept; "
+                                f"resume with from_seq={events.oldest_seq}")
         try:
-            last = max(events.last_seq, request.from_seq - 1)  # nothing before from_seq
-            if request.from_seq:
-                if request.from_seq < events.oldest_seq:
-                    await context.abort(grpc.StatusCode.OUT_OF_RANGE,
-                                        f"events before {events.oldest_seq} are no longer kept")
-                for old in events.since(request.from_seq):
-                    last = old["seq"]
-                    if wanted(old):
-                        yield _event_pb(old)
+            watcher = events.watch(current_principal().user, request.from_seq)
+        except TooManyStreams as err:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
+        except Closed:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the daemon is stopping; "
+                                "resume once it serves again")
+        try:
             while True:
-                e = await queue.get()
-                if e is None:
+                try:
+                    rows = events.read(watcher)
+                except Lagged as err:
+                    self.host.metrics.watch_cutoffs.inc()
+                    await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
+                except Closed:
+                    resume = watcher.next_seq
                     await context.abort(grpc.StatusCode.UNAVAILABLE,
-                                        f"the event stream was cut off after {last}; resume "
-                                        f"with from_seq={last + 1}")
-                    return
-                if e["seq"] <= last:
+                                        f"the daemon is stopping; the event stream was cut "
+                                        f"off after {resume - 1}: resume with "
+                                        f"from_seq={resume}")
+                if not rows:
+                    await events.changed()
                     continue
-                last = e["seq"]
-                if wanted(e):
-                    yield _event_pb(e)
+                for row in rows:
+                    if (not kinds or row[2] in kinds) and (not job_id or row[3] == job_id):
+                        yield _row_pb(row, events.epoch)
         finally:
-            events.unwatch(queue)
+            events.unwatch(watcher)
 
     # ------------------------------------------------------------------ cluster, results
     async def GetCluster(self, request: pb.GetClusterRequest,
@@ -738,10 +746,12 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             policy_spec=self.policy_spec, next_job_id=self._next_free_id())
 
     def _next_free_id(self) -> int:
-        """One more than the largest id in use: a client that numbers its jobs from here
-        (schedd-replay) collides with no job. Not the id a `job_id = 0` submission gets:
-        those come from the assigned-id cursor (_new_spec), which may be lower."""
-        return max(self.known_ids, default=0) + 1
+        """One more than the largest id the daemon ever held, finished jobs included (they
+        keep their ids; counting only live ones gave 1 once every job had finished, and a
+        replay collided with job 1), and above the assigned-id cursor: a client that
+        numbers its jobs from here (schedd-replay) collides with no job. Not the id a
+        `job_id = 0` submission gets: those come from the cursor (_new_spec)."""
+        return max(self.known_ids.highest(), self.next_id - 1) + 1
 
     def engine_stats(self) -> dict[str, float]:
         return dict(self.engine.stats)  # plain ints, written by the engine thread only
@@ -794,13 +804,18 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                                   "until_idle needs the lockstep clock (--clock lockstep)")
                 await self.host.advance(None, until_idle=True)
                 return self._clock_pb()
+            by: float | None = None
             if which == "by":
-                target = clock.now() + _limit("by", request.by)
+                # Moved from the clock's reading when the jump is made, not from this
+                # one: a running clock has moved on meanwhile (by=1e-6 was refused as
+                # "cannot move back").
+                by = _limit("by", request.by)
+                target = clock.now() + by
             else:
                 target = _limit("to", request.to)
             _limit("to", target, "the clock's target time")
             try:
-                await self.host.advance(target)
+                await self.host.advance(None if by is not None else target, by=by)
             except ClockError as err:
                 _invalid(str(err))
             return self._clock_pb()
@@ -863,10 +878,11 @@ def fingerprint(request: Any) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
-def _event_pb(e: dict[str, Any]) -> pb.Event:
-    return pb.Event(seq=e["seq"], time=e["time"], kind=e["kind"], job_id=e["job_id"],
-                    state=PB_OF_STATE.get(e["state"], pb.JOB_STATE_UNSPECIFIED),
-                    cause=e["cause"], nodes=e["nodes"], epoch=e["epoch"])
+def _row_pb(row: Row, epoch: str) -> pb.Event:
+    seq, time, kind, job_id, state, cause, nodes, _ = row
+    return pb.Event(seq=seq, time=time, kind=kind, job_id=job_id,
+                    state=PB_OF_STATE.get(state, pb.JOB_STATE_UNSPECIFIED),
+                    cause=cause, nodes=nodes, epoch=epoch)
 
 
 def _bisect_after(ids: list[int], after: int) -> int:

@@ -55,6 +55,10 @@ def stored_record(journal: Journal, table: str, below: int, chunk: int
 class IdsInUse(set[int]):
     """Job ids in use, all held in the set (a daemon without a results store)."""
 
+    def highest(self) -> int:
+        """The largest id in use (0: none)."""
+        return max(self, default=0)
+
     def first_free(self, cursor: int) -> int:
         """The first id from `cursor` on that is not in use: one call per assigned id,
         not an `in` per id tried (issue 21)."""
@@ -82,6 +86,10 @@ class KnownIds(IdsInUse):
         while live(self, cursor) or self._stored(cursor):
             cursor += 1
         return cursor
+
+    def highest(self) -> int:
+        """The largest id in use, live or finished (finished jobs keep their ids)."""
+        return max(super().highest(), self._stored_max)
 
     def _stored(self, job_id: int) -> bool:
         """In the results store (no query above the largest id stored)."""

@@ -1,0 +1,149 @@
+"""Watchers that stall (issue 34, item 4): a WatchEvents stream is a cursor into the event
+ring, not a copy of it, so stalled streams keep the daemon's memory flat; a stream that
+falls more than SCHEDD_WATCH_BACKLOG_BYTES behind is ended with RESOURCE_EXHAUSTED and the
+sequence number to resume from; one user holds at most SCHEDD_WATCH_STREAMS_PER_USER
+streams. Against a real daemon on loopback, its memory read from /proc."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from daemon_proc import DaemonProc, wait_until
+
+from schedd.daemon.eventlog import EventLog, Lagged, TooManyStreams, event_bytes
+from schedd.v1 import scheduler_pb2 as pb
+from schedd.v1 import scheduler_pb2_grpc as pb_grpc
+
+WATCHERS = 50
+BACKLOG = 64 * 1024
+
+
+def rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def lublin(path: Path, jobs: int, seed: int) -> Path:
+    subprocess.run([sys.executable, "-m", "schedd", "workload", "lublin", "--jobs", str(jobs),
+                    "--seed", str(seed), "-o", str(path)], check=True, capture_output=True)
+    return path
+
+
+def replay(d: DaemonProc, trace: Path, out: Path) -> None:
+    subprocess.run([sys.executable, "-m", "schedd_clients.replay", str(trace), "--server",
+                    d.address, "--lockstep", "--no-progress", "--no-compare", "-o", str(out)],
+                   check=True, capture_output=True, timeout=600)
+
+
+def stalled_watcher(address: str) -> tuple[grpc.Channel, grpc.Future]:
+    """A stream from the oldest event that reads one event and stops reading. Its own
+    connection (a shared one would stall every stream of it at once) with a fixed 64 KiB
+    flow-control window (no BDP probing), so the daemon can send it only so much."""
+    channel = grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1),
+                                                      ("grpc.http2.bdp_probe", 0)])
+    call = pb_grpc.SchedulerStub(channel).WatchEvents(pb.WatchEventsRequest(from_seq=1),
+                                                      timeout=600)
+    next(call)
+    return channel, call
+
+
+def test_fifty_stalled_watchers_keep_memory_flat_and_are_cut_off(tmp_path: Path) -> None:
+    first = lublin(tmp_path / "a.swf", 4000, 1)
+    second = lublin(tmp_path / "b.swf", 4000, 2)
+    env = {"SCHEDD_WATCH_BACKLOG_BYTES": str(BACKLOG),
+           "SCHEDD_WATCH_STREAMS_PER_USER": str(WATCHERS + 2)}
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:320", "--policy", "easy",
+                    "--state-db", str(tmp_path / "j.sqlite"), env=env, timeout=60) as d:
+        replay(d, first, tmp_path / "out1")  # fills the ring: about 16,000 events
+        baseline = rss_kb(d.proc.pid)
+        oldest_events = d.stub().GetCluster(pb.GetClusterRequest()).finished
+        assert oldest_events == 4000
+        watchers = [stalled_watcher(d.address) for _ in range(WATCHERS)]
+        replay(d, second, tmp_path / "out2")  # 16,000 more events none of them reads
+        grown = rss_kb(d.proc.pid) - baseline
+        # Each stream used to copy the ring into a list of dicts (about 8 MB each here,
+        # 400 MB for fifty) and queue every live event; now they hold their place only.
+        assert grown < baseline // 2, (grown, baseline)
+        for channel, call in watchers:
+            last = 0
+            with pytest.raises(grpc.RpcError) as ended:
+                for event in call:
+                    last = event.seq
+            assert ended.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, ended.value
+            details = ended.value.details()
+            assert f"ended after event {last}: resume with from_seq={last + 1}" in details
+            assert "SCHEDD_WATCH_BACKLOG_BYTES" in details
+            channel.close()
+        scrape = d.stub().GetCluster(pb.GetClusterRequest())  # still serving
+        assert scrape.finished == 8000
+
+
+def test_one_user_holds_a_bounded_number_of_streams(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-alice user alice\ntok-bob user bob\n")
+    with DaemonProc("--clock", "lockstep", "--tokens", str(tokens),
+                    env={"SCHEDD_WATCH_STREAMS_PER_USER": "2"}) as d:
+        stub = d.stub()
+        alice = (("authorization", "Bearer tok-alice"),)
+        stub.SubmitJob(pb.SubmitJobRequest(nodes=1, walltime=60), metadata=alice)
+
+        def open_stream(token: str) -> grpc.Future:
+            """A stream that has read the first event (so the daemon holds it open)."""
+            call = stub.WatchEvents(pb.WatchEventsRequest(from_seq=1), timeout=60,
+                                    metadata=(("authorization", f"Bearer {token}"),))
+            next(call)
+            return call
+
+        held = [open_stream("tok-alice"), open_stream("tok-alice")]
+        with pytest.raises(grpc.RpcError) as refused:
+            open_stream("tok-alice")
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert re.search(r"alice already has 2 WatchEvents streams open, the most one "
+                         r"user may hold \(SCHEDD_WATCH_STREAMS_PER_USER\); close one",
+                         refused.value.details())
+        bob = open_stream("tok-bob")  # another user is not affected
+        held[0].cancel()
+        again = wait_until("alice's stream slot to be free", lambda: _try_open(open_stream))
+        for call in (held[1], bob, again):
+            call.cancel()
+
+
+def _try_open(open_stream: Any) -> grpc.Future | None:
+    try:
+        return open_stream("tok-alice")
+    except grpc.RpcError as err:  # the daemon sees the cancellation a moment later
+        assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        return None
+
+
+def test_event_log_bounds_a_stream_by_the_bytes_behind_it() -> None:
+    log = EventLog("c", capacity=1000, backlog_bytes=400, streams_per_user=1)
+    for i in range(50):  # before the stream opened: not its backlog
+        log.emit(float(i), "queued", i + 1, "queued", "submit", 1)
+    w = log.watch("u", from_seq=1)
+    with pytest.raises(TooManyStreams):
+        log.watch("u")
+    assert [r[0] for r in log.read(w, 10)] == list(range(1, 11))
+    size = event_bytes(51, "started", 1, "running", "decision:start", 1, log.epoch)
+    assert size == len(pb.Event(seq=51, time=1.5, kind="started", job_id=1,
+                                state=pb.JOB_STATE_RUNNING, cause="decision:start",
+                                nodes=1, epoch=log.epoch).SerializeToString()) + 5
+    n = 400 // size + 1
+    for _ in range(n):
+        log.emit(60.0, "started", 1, "running", "decision:start", 1)
+    assert log.backlog(w) == n * size > 400
+    with pytest.raises(Lagged) as lagged:
+        log.read(w)
+    assert lagged.value.resume_at == 11
+    assert "resume with from_seq=11 (schedctl watch --from 11)" in str(lagged.value)
+    log.unwatch(w)
+    log.watch("u")  # its place is free again
