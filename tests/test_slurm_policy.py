@@ -185,3 +185,21 @@ def test_multifactor_runs_on_a_flat_tree_without_an_associations_file(
     engine, policy = run(setup, jobs)
     assert len(engine.finished) == 14
     assert policy.stats()["decay_runs"] > 0
+
+
+@pytest.mark.parametrize(("enforce", "charged"), [("associations", 50 * 4), ("limits", 100 * 4)])
+def test_a_jobs_end_charges_usage_only_with_enforced_limits(tmp_path: Path, enforce: str,
+                                                           charged: float) -> None:
+    # No decay (a very long half-life), the decay thread every minute from time 0: a
+    # 1-node job (4 CPUs) from 10 to 110 is charged 50 s at the run at 60; its last 50 s
+    # are charged at its end only when AccountingStorageEnforce has limits, as in Slurm
+    # (priority_g_job_end is called from the limits code): a real sshare showed it.
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\nPriorityType=priority/multifactor\n"
+                              "PriorityWeightFairshare=100\nPriorityCalcPeriod=1\n"
+                              "PriorityDecayHalfLife=0\n"
+                              f"AccountingStorageEnforce={enforce}\n")
+    jobs = [job(setup, 1, 10, 100, nodes=1, limit=300)]
+    engine, policy = run(setup, jobs)
+    assert engine.finished[1].end_time == 110.0
+    assert policy.assocs is not None
+    assert policy.assocs.root.usage_raw == pytest.approx(charged)

@@ -92,6 +92,9 @@ class SlurmConf:
     whole_nodes: bool = False  # select/linear (or a cons_* with CR_Memory only)
     over_time_limit: float = 0.0  # minutes (inf: UNLIMITED)
     kill_wait: float = 30.0  # s
+    # AccountingStorageEnforce includes limits (limits, safe, all): only then does a
+    # job's end charge its last part of usage (acct_policy.c, _adjust_limit_usage).
+    enforce_limits: bool = False
     cluster_name: str = "slurm"
     warnings: tuple[str, ...] = ()
 
@@ -130,7 +133,7 @@ SlurmdPidFile SlurmctldLogFile SlurmdLogFile SlurmctldDebug SlurmdDebug SlurmSch
 SlurmSchedLogLevel DebugFlags AuthType AuthInfo AuthAltTypes AuthAltParameters CredType
 CryptoType AccountingStorageType AccountingStorageHost AccountingStoragePort
 AccountingStorageUser AccountingStoragePass AccountingStorageLoc AccountingStorageTRES
-AccountingStorageEnforce AccountingStoreFlags AccountingStoreJobComment JobAcctGatherType
+AccountingStoreFlags AccountingStoreJobComment JobAcctGatherType
 JobAcctGatherFrequency JobAcctGatherParams JobCompType JobCompLoc JobCompHost JobCompPort
 JobCompUser JobCompPass JobCompParams ProctrackType TaskPlugin TaskPluginParam MpiDefault
 MpiParams SwitchType LaunchType ReturnToService SlurmctldTimeout SlurmdTimeout
@@ -475,6 +478,9 @@ class _Reader:
             if value not in ("0", ""):
                 self.warn(number, f"CompleteWait={value} is not modelled; nodes are free "
                           "again when their job ends")
+        elif key == "accountingstorageenforce":
+            words = {w.strip().lower() for w in value.split(",")}
+            top["enforce_limits"] = bool(words & {"2", "limits", "safe", "all"})
         elif key == "killwait":
             top["kill_wait"] = float(self._int(number, "KillWait", value))
         elif key in ("preempttype", "preemptmode", "preemptexempttime"):

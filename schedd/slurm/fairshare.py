@@ -7,7 +7,9 @@ Slurm's decay thread runs every PriorityCalcPeriod: it multiplies every usage by
 decay_factor ** elapsed, where decay_factor = 1 - 0.693 / half-life (Slurm's first-order
 approximation of 2 ** (-1 / half-life)), then adds each running job's CPUs x run_delta x
 decay_factor ** run_delta for the seconds since the last run — the same expression
-priority_multifactor.c's `_apply_new_usage` uses, approximation included.
+priority_multifactor.c's `_apply_new_usage` uses, approximation included. A job that ends
+between two runs is charged its last part only where AccountingStorageEnforce includes
+limits; otherwise never (checked against a real Slurm's sshare: tests/test_slurm_select.py).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.engine import EngineOptions
+from ..policies import make_policy
 from ..policies.base import parse_options
 from ..sim import simulate
 from ..traces import normalize
@@ -139,9 +140,10 @@ def decay_phase(run: Path, calc_period: float, max_age: float) -> float | None:
     return float(max(counts, key=lambda k: (counts[k], -k)))
 
 
-def simulate_run(run: Path, **options: str) -> Simulated:
+def simulate_run(run: Path, policy_name: str = "slurm", **options: str) -> Simulated:
     """Simulate a reference run's sacct output with its slurm.conf and associations (the
-    decay thread's phase from the run's sprio snapshots where it has them)."""
+    decay thread's phase from the run's sprio snapshots where it has them). Another
+    `policy_name` runs that policy on the same machine and jobs instead (a baseline)."""
     import time
 
     imported = import_log("slurm", str(run / "sacct.txt"))
@@ -149,31 +151,37 @@ def simulate_run(run: Path, **options: str) -> Simulated:
     assoc = run / "assoc.txt"
     setup = SlurmSetup.read(str(run / "slurm.conf"), str(assoc) if assoc.exists() else None)
     trace, jobs = setup.prepare(trace)
-    prio = setup.conf.priority
-    if prio.multifactor and "decay_phase" not in options:
-        phase = decay_phase(run, prio.calc_period, prio.max_age)
-        if phase is not None:
-            options = {**options, "decay_phase": str(phase)}
-    policy = SlurmPolicy(parse_options("slurm", SlurmOptions,
-                                       [f"{k}={v}" for k, v in options.items()]),
-                         setup.cluster)
-    setup.bind(policy, jobs, trace.header.unix_start_time, trace)
-    engine_options = EngineOptions(**policy.engine_overrides())  # type: ignore[arg-type]
+    if policy_name == "slurm":
+        prio = setup.conf.priority
+        if prio.multifactor and "decay_phase" not in options:
+            phase = decay_phase(run, prio.calc_period, prio.max_age)
+            if phase is not None:
+                options = {**options, "decay_phase": str(phase)}
+        policy: Any = SlurmPolicy(parse_options("slurm", SlurmOptions,
+                                                [f"{k}={v}" for k, v in options.items()]),
+                                  setup.cluster)
+        setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+        engine_options = EngineOptions(**policy.engine_overrides())
+    else:
+        policy = make_policy(policy_name, [f"{k}={v}" for k, v in options.items()],
+                             setup.cluster)
+        engine_options = EngineOptions()
     started = time.process_time()
     result = simulate(trace, setup.cluster, policy, engine_options=engine_options)
     seconds = time.process_time() - started
     ids = _workload_ids(run)
     real = real_waits(run)
     res = result.results
+    started_by = getattr(policy, "started_by", {})
     pairs = []
     for i in range(len(res["id"])):
         jid = int(res["id"][i])
         key = ids.get(jid, jid)
         submit, wait, how = real[key]
         start = float(res["first_start"][i])
-        sim_wait = start - float(res["submit"][i]) if start >= 0 else math.inf
-        pairs.append(Paired(key, submit, wait, sim_wait, how,
-                            policy.started_by.get(jid, "")))
+        # Recorded as sacct records it: in whole seconds.
+        sim_wait = math.floor(start) - float(res["submit"][i]) if start >= 0 else math.inf
+        pairs.append(Paired(key, submit, wait, sim_wait, how, started_by.get(jid, "")))
     return Simulated(pairs, policy, seconds)
 
 

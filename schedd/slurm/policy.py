@@ -105,7 +105,8 @@ def default_conf(cluster: Cluster) -> SlurmConf:
 
 
 class _Pending:
-    __slots__ = ("id", "job", "sj", "assoc", "prio", "eligible", "never", "seq", "req")
+    __slots__ = ("id", "job", "sj", "assoc", "prio", "eligible", "never", "seq", "req",
+                 "tested")
 
     def __init__(self, job: Job, sj: SlurmJob, assoc: Assoc | None, seq: int):
         self.id = job.id
@@ -113,6 +114,7 @@ class _Pending:
         self.sj = sj
         self.assoc = assoc
         self.req = SlurmPolicy._request(sj)
+        self.tested = False  # a backfill cycle tried to place it (Slurm's total_cpus set)
         self.prio = 0
         self.eligible: float | None = None  # when it became eligible (begin time)
         self.never = False  # its dependency can never be met
@@ -371,7 +373,10 @@ class SlurmPolicy(Policy):
 
     # -- job lifecycle --------------------------------------------------------------
     def _job_ended(self, run: _Run, now: float) -> None:
-        if self.multifactor and run.assoc is not None:
+        # Usage since the decay thread's last run is charged at a job's end only where
+        # AccountingStorageEnforce has limits (priority_g_job_end is called from the
+        # limits code); otherwise that part is never charged.
+        if self.multifactor and run.assoc is not None and self.conf.enforce_limits:  # type: ignore[union-attr]
             start = max(run.start, self.g_last_ran)
             end = min(now, run.job.end_time if run.job.end_time >= 0 else now)
             fairshare.charge(run.assoc, run.sj.cpus, end - start, self.decay_f)
@@ -472,7 +477,7 @@ class SlurmPolicy(Policy):
             changed = False
             for p in self.pending.values():
                 self._runnable(p, tick)
-                prio = self.prio_model.priority(p.sj, p.assoc, p.eligible, tick)
+                prio = self.prio_model.priority(p.sj, p.assoc, p.eligible, tick, p.tested)
                 if prio != p.prio:
                     p.prio = prio
                     changed = True
@@ -641,7 +646,9 @@ class SlurmPolicy(Policy):
         self.bf_update = None
         self.bf_changed = False
         candidates = []
-        for p in self._queue(now):
+        for k, p in enumerate(self._queue(now)):
+            if k < sched.bf_max_job_test:
+                p.tested = True
             sj = p.sj
             limit = min(sj.time_limit, conf.partitions[sj.partition].max_time)
             candidates.append(Candidate(p.id, self.part_masks[sj.partition],

@@ -10,7 +10,8 @@ fairshare = the user association's Fair Tree factor (or 2^(-U/S) classic); jobsi
 (nodes / machine nodes + CPUs / machine CPUs) / 2, or one minus that with
 PriorityFavorSmall, or divided by the time limit with SMALL_RELATIVE_TO_TIME; partition =
 the partition's PriorityJobFactor over the largest; the CPUs are those asked for (one
-per node for a whole-node job), as Slurm reads them before a job starts; qos = the QOS's
+per node for a whole-node job) until the backfill scheduler has tried to place the job,
+then what the placement holds, as Slurm reads them (min_cpus, then total_cpus); qos = the QOS's
 priority over the largest (QOS priorities come from `sacctmgr show qos`, which we do not
 read: 0).
 """
@@ -34,8 +35,10 @@ class PriorityModel:
                           for part in conf.partitions]
 
     def factors(self, job: SlurmJob, assoc: Assoc | None, eligible: float | None,
-                now: float) -> tuple[float, float, float, float]:
-        """(age, fairshare, jobsize, partition) factors in [0, 1]."""
+                now: float, tested: bool = False) -> tuple[float, float, float, float]:
+        """(age, fairshare, jobsize, partition) factors in [0, 1]. `tested`: the backfill
+        scheduler has tried to place the job, which sets Slurm's total_cpus to what the
+        placement holds (every CPU of its nodes for a whole-node job)."""
         p = self.p
         age = 0.0
         if p.weight_age and eligible is not None and p.max_age > 0:
@@ -44,7 +47,8 @@ class PriorityModel:
         fs = assoc.fs_factor if (assoc is not None and p.weight_fairshare) else 0.0
         js = 0.0
         if p.weight_job_size:
-            cpus = job.asked_cpus  # min_cpus: total_cpus is not set until it starts
+            # total_cpus once a placement was tried (cons_common _job_test), else min_cpus.
+            cpus = job.cpus if tested else job.asked_cpus
             if p.small_relative_to_time:
                 size = max(job.min_nodes * self.cpus / self.nodes, float(cpus))
                 minutes = max(job.time_limit / 60.0, 1.0) if job.time_limit != float("inf") \
@@ -67,9 +71,9 @@ class PriorityModel:
         return age, fs, js, part
 
     def priority(self, job: SlurmJob, assoc: Assoc | None, eligible: float | None,
-                 now: float) -> int:
+                 now: float, tested: bool = False) -> int:
         p = self.p
-        age, fs, js, part = self.factors(job, assoc, eligible, now)
+        age, fs, js, part = self.factors(job, assoc, eligible, now, tested)
         value = (p.weight_age * age + p.weight_fairshare * fs + p.weight_job_size * js
                  + p.weight_partition * part)
         return max(int(value), 1) if value < 0xFFFFFFFF else 0xFFFFFFFF
