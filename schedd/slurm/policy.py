@@ -268,6 +268,7 @@ class SlurmPolicy(Policy):
         now = view.now
         decisions: list[Decision] = []
         self._catch_up_backfill(now)
+        self._background_catch_up(now)
         self._run_decay(now)  # jobs that end now ran until now: charged first
         ended = self._observe_ends(now)
         cancelled = self._observe_cancellations()
@@ -582,15 +583,21 @@ class SlurmPolicy(Policy):
             avail &= ~self.part_masks[part]
         self.main_dirty = False
 
+    def _background_catch_up(self, now: float) -> None:
+        """The full passes the background thread ran before `now`, none of which we needed
+        to compute (nothing had changed since the last): their times still count. Called
+        before this instant's own requests are noted."""
+        interval = self.sched.sched_interval
+        if interval > 0 and self.last_full + interval < now:
+            passes = math.ceil((now - self.last_full) / interval) - 1
+            self.last_full += passes * interval
+            self.last_sched = max(self.last_sched, self.last_full)
+            self.sched_requests = 0
+
     def _background(self, now: float, decisions: list[Decision]) -> None:
-        """The background thread's tick at `now` (and the full passes it ran before it)."""
+        """The background thread's tick at `now`."""
         interval = self.sched.sched_interval
         if interval > 0:
-            while self.last_full + interval < now:
-                # A full pass we did not need to compute: nothing changed since the last.
-                self.last_full += interval
-                self.last_sched = self.last_full
-                self.sched_requests = 0
             if self.last_full + interval <= now:
                 self.last_full += interval
                 self.last_sched = now
