@@ -209,6 +209,7 @@ class SlurmPolicy(Policy):
         self.pending: dict[int, _Pending] = {}
         self.running: dict[int, _Run] = {}
         self.not_before: dict[int, _Pending] = {}  # waiting for their begin time
+        self.started_now = 0  # jobs started in this instant (still in the engine's queue)
         # Jobs that ended, holding their nodes until their epilog completes.
         self.releasing: list[tuple[float, _Run]] = []
         self.epilog = float(self.options.epilog)
@@ -267,13 +268,15 @@ class SlurmPolicy(Policy):
             self._load()
         now = view.now
         decisions: list[Decision] = []
+        self.started_now = 0
         self._catch_up_backfill(now)
         self._background_catch_up(now)
         self._run_decay(now)  # jobs that end now ran until now: charged first
+        # Within one second: job ends and their epilog pass, then submissions (the engine
+        # orders completions before submissions at one instant too).
         ended = self._observe_ends(now)
         cancelled = self._observe_cancellations()
-        submitted = self._observe_submissions(view, now)
-        if ended or submitted or cancelled:
+        if ended or cancelled:
             self._update(now)
         self._begin_times(now)
         for run in ended:
@@ -283,6 +286,9 @@ class SlurmPolicy(Policy):
             self._main_pass(now, False, decisions)  # the epilog's schedule()
         elif released:
             self.sched_requests += 1
+        submitted = self._observe_submissions(view, now)
+        if submitted:
+            self._update(now)
         for p in submitted:
             self._submitted(p, now, decisions)
         self._background(now, decisions)
@@ -325,9 +331,11 @@ class SlurmPolicy(Policy):
                 break
             if job.id not in self.pending and job.id not in self.running:
                 new.append(job)
-        if len(queue) != len(self.pending) + len(new):
+        if len(queue) != len(self.pending) + len(new) + self.started_now:
             # A job arrived out of submit order (a late gRPC submission): look at all.
-            new = [job for job in queue if job.id not in self.pending]
+            # (Jobs started earlier in this instant are still in the engine's queue.)
+            new = [job for job in queue
+                   if job.id not in self.pending and job.id not in self.running]
             new.reverse()
         if not new:
             return []
@@ -533,6 +541,7 @@ class SlurmPolicy(Policy):
         decisions.append(Start(p.id, place=at.place(self.nodes.total)) if self.placed
                          else Start(p.id))
         self.started_by[p.id] = how
+        self.started_now += 1
         self.counts[how] += 1
         self._update(now)
         return run
