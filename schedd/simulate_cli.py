@@ -46,7 +46,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                      help="skip malformed trace lines (and report how many) instead of stopping")
     sim.add_argument("--strict", action="store_true",
                      help="stop with an error if any job of the trace would not be simulated "
-                     "(too large, runtime <= 0, malformed, repeated id) instead of warning")
+                     "(too large, runtime <= 0, malformed, repeated id) or a value is outside "
+                     "its field's usual range (kept as given otherwise) instead of warning")
     add_trace_selection(sim)
     sim.add_argument("--validate", action="store_true",
                      help="check every engine invariant after every instant (slow)")
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from .sim import describe_run, format_brief, max_job_nodes, simulate, write_outputs
     from .traces import TraceError, normalize, read_trace
     from .traces.normalize import drop_line, kept_note, select
+    from .traces.swf import unusual_line
 
     try:  # SCHEDD_GC_THRESHOLDS (schedd/heap.py), before any work
         thresholds = heap.thresholds_from(os.environ.get(heap.ENV, ""))
@@ -87,7 +89,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     heap.keep_freed_memory()  # a batch run: reuse freed memory, no page faults for it
     path = args.trace or sample_path()
-    raw = read_trace(path, lenient=args.lenient)
+    raw = read_trace(path, lenient=args.lenient, strict=args.strict)
+    unusual = unusual_line(raw)
+    if unusual:
+        print(f"schedd: {unusual}", file=sys.stderr)
     cluster = parse_cluster(args.cluster) if args.cluster else None
     trace = normalize(raw, max_nodes=max_job_nodes(cluster) if cluster else None,
                       procs_per_node=args.procs_per_node, lenient=args.lenient)
