@@ -89,16 +89,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     heap.keep_freed_memory()  # a batch run: reuse freed memory, no page faults for it
     path = args.trace or sample_path()
-    raw = read_trace(path, lenient=args.lenient, strict=args.strict)
-    unusual = unusual_line(raw)
-    if unusual:
-        print(f"schedd: {unusual}", file=sys.stderr)
+    raw = read_trace(path, lenient=args.lenient)
     cluster = parse_cluster(args.cluster) if args.cluster else None
     trace = normalize(raw, max_nodes=max_job_nodes(cluster) if cluster else None,
                       procs_per_node=args.procs_per_node, lenient=args.lenient)
     said = procs_per_node_line("schedd", path, raw, trace, args.procs_per_node)
     if said:
         print(said, file=sys.stderr)
+    if raw.unusual and args.strict:  # read again to refuse the first one at its line
+        read_trace(path, strict=True)
+    unusual = unusual_line(raw)
+    if unusual:  # kept as given (real logs' "unknown", "unlimited"): said in one line
+        print(f"schedd: {unusual}", file=sys.stderr)
     del raw  # every column of every line: the normalized trace is all the run needs
     if cluster is None:
         cluster = NodePool(trace.max_nodes)
