@@ -254,7 +254,9 @@ class Replay:
         from schedd.traces.normalize import drop_line, select
 
         a = self.args
-        raw = read_trace(path, lenient=a.lenient)
+        # strict: a value beyond the daemon's limits (docs/daemon.md) is refused here, at
+        # its line, not by the daemon in the middle of the replay
+        raw = read_trace(path, lenient=a.lenient, strict=True)
         trace = normalize(raw, procs_per_node=a.procs_per_node, lenient=a.lenient)
         said = procs_per_node_line("schedd-replay", path, raw, trace, a.procs_per_node)
         if said:

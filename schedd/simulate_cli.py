@@ -56,7 +56,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                      help="skip malformed trace lines (and report how many) instead of stopping")
     sim.add_argument("--strict", action="store_true",
                      help="stop with an error if any job of the trace would not be simulated "
-                     "(too large, runtime <= 0, malformed, repeated id) instead of warning")
+                     "(too large, runtime <= 0, malformed, repeated id) or a value is outside "
+                     "its field's usual range (kept as given otherwise) instead of warning")
     add_trace_selection(sim)
     sim.add_argument("--validate", action="store_true",
                      help="check every engine invariant after every instant (slow)")
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from .sim import describe_run, format_brief, max_job_nodes, simulate, write_outputs
     from .traces import TraceError, normalize, read_trace
     from .traces.normalize import drop_line, kept_note, select
+    from .traces.swf import unusual_line
 
     try:  # SCHEDD_GC_THRESHOLDS (schedd/heap.py), before any work
         thresholds = heap.thresholds_from(os.environ.get(heap.ENV, ""))
@@ -107,6 +109,11 @@ def run(args: argparse.Namespace) -> int:
     said = procs_per_node_line("schedd", path, raw, trace, args.procs_per_node)
     if said:
         print(said, file=sys.stderr)
+    if raw.unusual and args.strict:  # read again to refuse the first one at its line
+        read_trace(path, strict=True)
+    unusual = unusual_line(raw)
+    if unusual:  # kept as given (real logs' "unknown", "unlimited"): said in one line
+        print(f"schedd: {unusual}", file=sys.stderr)
     del raw  # every column of every line: the normalized trace is all the run needs
     if cluster is None:
         cluster = NodePool(trace.max_nodes)

@@ -179,7 +179,8 @@ def test_every_job_not_simulated_is_counted_warned_and_strict_refuses(tmp_path):
                         "<= 0, 1 larger than the machine (4 nodes), 1 on malformed lines "
                         "(--lenient), 1 outside --from/--until"]
     dropped = json.loads((tmp_path / "o" / "summary.json").read_text())["run"]["dropped"]
-    assert dropped == {"runtime<=0": 1, "nodes<1": 0, "nodes>max": 1, "duplicate id": 0,
+    assert dropped == {"runtime<=0": 1, "nodes<1": 0, "nodes>max": 1, "submit<0": 0,
+                       "duplicate id": 0,
                        "malformed": 1, "outside window": 1, "after limit": 0}
     strict = schedd("simulate", "--trace", str(trace), "--cluster", "nodes:4", "--lenient",
                     "--strict", "--out", str(tmp_path / "s"), check=False)

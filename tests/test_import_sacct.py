@@ -293,3 +293,18 @@ def test_imported_trace_normalizes_with_node_counts_and_cancellations(odd):
     assert norm.columns["runtime"][cols[13]] == 1  # runtime 0, cancelled: runs 1 s
     assert norm.zero_runtime_cancelled == 1
     assert sum(norm.dropped.values()) == 0
+
+
+def test_exclusive_is_unknown_where_the_job_got_whole_nodes_unasked(tmp_path):
+    """`#SBATCH --exclusive` in a script is not on the SubmitLine: a job that got more CPUs
+    than it asked for may have asked there (or its partition gave whole nodes)."""
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join([
+        HEADER + "|NCPUS|ReqCPUS|SubmitLine",
+        GOOD + "|4|1|sbatch job.sh",  # whole node, not asked on the command line
+        GOOD.replace("5|", "6|", 1) + "|2|2|sbatch -n 2 job.sh",
+        GOOD.replace("5|", "7|", 1) + "|4|1|sbatch --exclusive job.sh",
+        GOOD.replace("5|", "8|", 1) + "|4|1|sbatch --exclusive=user job.sh",
+        GOOD.replace("5|", "9|", 1) + "|4|1|"]) + "\n")
+    r = rows(import_log("slurm", str(path)).trace)
+    assert [r[j]["exclusive"] for j in (5, 6, 7, 8, 9)] == [-1, 0, 1, -1, -1]

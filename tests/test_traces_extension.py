@@ -74,11 +74,20 @@ def test_code_fields_take_only_their_codes(tmp_path, field, name, value, listed)
     (33, "cancel_time", "1e11", "a number in [0, 1e+10] s or -1"),
     (34, "req_nodes", "-2", "a whole number in [0, 2147483647] or -1"),
 ])
-def test_times_and_counts_are_range_checked(tmp_path, field, name, value, what):
+def test_times_and_counts_outside_their_range_are_kept_and_counted(tmp_path, field, name,
+                                                                   value, what):
+    """Fields 32-40 come from real logs: as fields 1-18, a value outside the usual range
+    is kept as given and counted; strict=True refuses it at its line."""
     tail = list(ext() + ext2())
     tail[field - 19] = value
-    msg = _error(tmp_path, row(1, tail=tuple(tail)))
-    assert msg == f"bad.swf:1: expected {what} in field {field} ({name}), found '{value}'"
+    path = write(tmp_path / "bad.swf", row(1, tail=tuple(tail)))
+    t = read_trace(path)
+    assert t.columns[name].tolist() == [float(value)]
+    assert t.unusual == {field: (1, float(value), float(value))}
+    with pytest.raises(TraceError) as info:
+        read_trace(path, strict=True)
+    assert str(info.value) == (f"{path}:1: expected {what} in field {field} ({name}), "
+                               f"found '{value}'")
 
 
 def test_integer_and_finite_checks_reach_the_new_fields(tmp_path):

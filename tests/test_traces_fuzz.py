@@ -47,7 +47,6 @@ def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
 
 # ---------------------------------------------------------------- the issue's four files
 @pytest.mark.parametrize(("lines", "where", "words"), [
-    ([job(1, submit="-50"), job(2, submit="10")], ":1:", ["field 2 (submit)", "'-50'"]),
     ([job(1), job(2, submit="1e308", runtime="1e308", req_time="1e308")], ":2:",
      ["field 2 (submit)", "1e308"]),
     ([job(1, runtime="1e308")], ":1:", ["field 4 (runtime)", "1e308"]),
@@ -65,6 +64,28 @@ def test_bad_values_are_one_line_naming_file_and_line(tmp_path, lines, where, wo
         assert word in line, line
 
 
+def test_a_negative_submit_is_kept_counted_and_not_simulated(tmp_path):
+    """-50 used to fail deep in the engine (issue 17), then was refused; a real log's -1
+    (unknown) must not refuse the file (issue 33): the job is counted and not simulated,
+    and --strict refuses the file at the line, as before."""
+    path = tmp_path / "neg.swf"
+    path.write_text("\n".join([job(1, submit="-50"), job(2, submit="10")]) + "\n")
+    out = tmp_path / "out"
+    done = schedd("simulate", "--trace", str(path), "--out", str(out), "--no-progress",
+                  "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "schedd: 1 value of neg.swf outside the usual range of its field, kept as given "
+        "(--strict refuses them): 1 in field 2 (submit): -50 s",
+        "schedd: warning: 1 of 2 jobs of neg.swf not simulated: 1 with a negative (unknown) "
+        "submit time"]
+    assert (out / "jobs.swf").read_text().splitlines()[2].split()[0] == "2"
+    line = one_error_line(schedd("simulate", "--trace", str(path), "--out", str(out),
+                                 "--no-progress", "--strict"))
+    assert line == (f"schedd: error: {path}:1: expected a number in [0, 1e+10] s in field 2 "
+                    "(submit), found '-50'")
+
+
 def test_empty_file_names_the_file(tmp_path):
     path = tmp_path / "empty.swf"
     path.write_text("")
@@ -79,7 +100,8 @@ def test_lenient_skips_count_and_report(tmp_path):
     path.write_text("\n".join(["; MaxNodes: 1e20", job(1, submit="-50"), job(2),
                                job(3, runtime="1e308"), job(4)]) + "\n")
     trace = read_trace(path, lenient=True)
-    assert len(trace) == 2 and trace.skipped == 3  # the header line and two job lines
+    assert len(trace) == 3 and trace.skipped == 2  # the header line and job 3 (1e308)
+    assert trace.unusual == {2: (1, -50.0, -50.0)}  # job 1: kept as given
     assert trace.header.max_nodes is None
     done = schedd("simulate", "--trace", str(path), "--lenient", "--out",
                   str(tmp_path / "out"), "--no-progress")
@@ -141,11 +163,20 @@ def test_reader_parses_or_names_file_and_line(lines, lenient):
             m = re.match(rf"{re.escape(str(path))}:(\d+): expected ", text)
             assert m and 1 <= int(m.group(1)) <= len(lines), text
             return
-        # Accepted: every range-checked column is within the shared limits...
+        # Accepted: every range-checked column is within the shared limits, or, in a
+        # field a real log fills, within 2^53 and counted in trace.unusual...
         for col in swf_module.COLUMNS:
             limit = swf_module._FIELD_LIMITS.get(col.field)
-            if limit is not None:
-                assert all(limit.accepts(float(v)) for v in trace.columns[col.name]), col
+            if limit is None:
+                continue
+            outside = [float(v) for v in trace.columns[col.name]
+                       if not limit.accepts(float(v))]
+            if col.field not in swf_module.KEPT_FIELDS:
+                assert not outside, col
+            elif outside:
+                assert all(abs(v) <= 2**53 for v in outside), col
+                assert trace.unusual[col.field + 1] == (len(outside), min(outside),
+                                                        max(outside)), col
         # ... and a simulation of it runs with the invariants checked after every event.
         try:
             norm = normalize(trace, lenient=True)

@@ -49,7 +49,8 @@ def test_dropped_reasons_and_counts(tmp_path):
         row(7, procs=1, req_procs=9),  # field 8 wins over field 5
         row(8, procs=8),
     )
-    assert nt.dropped == {"runtime<=0": 3, "nodes<1": 2, "nodes>max": 2, "duplicate id": 0,
+    assert nt.dropped == {"runtime<=0": 3, "nodes<1": 2, "nodes>max": 2, "submit<0": 0,
+                          "duplicate id": 0,
                           "malformed": 0}
     assert list(nt.columns["job_id"]) == [8]
     assert len(nt) == 1
@@ -57,7 +58,8 @@ def test_dropped_reasons_and_counts(tmp_path):
 
 def test_nothing_dropped_still_lists_every_reason(tmp_path):
     nt = _norm(tmp_path, "; MaxNodes: 8", row(1))
-    assert nt.dropped == {"runtime<=0": 0, "nodes<1": 0, "nodes>max": 0, "duplicate id": 0,
+    assert nt.dropped == {"runtime<=0": 0, "nodes<1": 0, "nodes>max": 0, "submit<0": 0,
+                          "duplicate id": 0,
                           "malformed": 0}
 
 

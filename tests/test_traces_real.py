@@ -70,10 +70,12 @@ def test_header_details():
 
 def test_known_drops():
     kth = normalize(read_trace(TRACES / "KTH-SP2-1996-2.swf"))
-    assert kth.dropped == {"runtime<=0": 8, "nodes<1": 0, "nodes>max": 0, "duplicate id": 0,
+    assert kth.dropped == {"runtime<=0": 8, "nodes<1": 0, "nodes>max": 0, "submit<0": 0,
+                           "duplicate id": 0,
                            "malformed": 0}
     theta = normalize(read_trace(TRACES / "theta_2023.swf"))
-    assert theta.dropped == {"runtime<=0": 0, "nodes<1": 0, "nodes>max": 8, "duplicate id": 0,
+    assert theta.dropped == {"runtime<=0": 0, "nodes<1": 0, "nodes>max": 8, "submit<0": 0,
+                             "duplicate id": 0,
                              "malformed": 0}
 
 

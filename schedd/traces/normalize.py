@@ -1,7 +1,7 @@
 """Turn a raw Trace into the queue the simulator replays (rules of /work/shared/traces/README.md).
 
 A record is kept iff runtime > 0 (or runtime 0 with a cancel time, field 33: an imported
-job cancelled as it started, counted apart) and 1 <= nodes <= N, where nodes = field 34
+job cancelled as it started, counted apart), 1 <= nodes <= N and submit >= 0, where nodes = field 34
 (req_nodes) if > 0, else requested processors (field 8) if > 0 else allocated processors
 (field 5), divided by procs_per_node rounding up. walltime = requested time (field 9) if > 0
 else the runtime. Queue order is (submit, job id).
@@ -32,10 +32,12 @@ from schedd.traces.swf import (
     absent_column,
 )
 
-DROP_REASONS = ("runtime<=0", "nodes<1", "nodes>max")
+DROP_REASONS = ("runtime<=0", "nodes<1", "nodes>max", "submit<0")
 # Reasons in words, for the one-line warning (the keys stay as summary.json has them).
 _REASON_TEXT = {"runtime<=0": "with runtime <= 0", "nodes<1": "asking for no processor",
-                "nodes>max": "larger than the machine", "duplicate id": "repeating a job id",
+                "nodes>max": "larger than the machine",
+                "submit<0": "with a negative (unknown) submit time",
+                "duplicate id": "repeating a job id",
                 "malformed": "on malformed lines (--lenient)",
                 "outside window": "outside --from/--until", "after limit": "after --limit"}
 _SPEC_BLOCK = 4096  # rows converted to Python objects at a time by specs()
@@ -117,7 +119,7 @@ def normalize(
     zero = (cols["runtime"] == 0) & (cols["cancel_time"] >= 0)
     any_zero = bool(zero.any())
     reasons = _drop_reasons(np.where(zero, ZERO_RUNTIME_RUN, cols["runtime"]) if any_zero
-                            else cols["runtime"], nodes, limit)
+                            else cols["runtime"], nodes, limit, cols["submit"])
     kept = np.flatnonzero(reasons < 0)
     kept, duplicates = _unique_ids(trace, cols["job_id"], kept, lenient)
     kept, bad_bounds = _malleable_bounds(trace, cols, nodes, kept, lenient)
@@ -311,9 +313,11 @@ def machine_nodes(
     return int(nodes.max()) if len(nodes) else 0
 
 
-def _drop_reasons(runtime: np.ndarray, nodes: np.ndarray, limit: int) -> np.ndarray:
+def _drop_reasons(runtime: np.ndarray, nodes: np.ndarray, limit: int,
+                  submit: np.ndarray) -> np.ndarray:
     """Per job: -1 if kept, else the index in DROP_REASONS of the first rule it breaks."""
     reasons = np.full(len(nodes), -1, dtype=np.int64)
+    reasons[submit < 0] = 3  # a log's "unknown" (-1): no time to submit it at
     reasons[nodes > limit] = 2
     reasons[nodes < 1] = 1
     reasons[~(runtime > 0)] = 0

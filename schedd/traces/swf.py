@@ -161,6 +161,9 @@ class Trace:
     columns: dict[str, np.ndarray]
     eccs: list[EccCommand]
     skipped: int = 0
+    # 1-based field -> (how many values, lowest, highest) outside the field's usual range,
+    # kept as given (real logs mark "unknown" or "unlimited" with -1, 2147483647, ...)
+    unusual: dict[int, tuple[int, float, float]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.columns["job_id"])
@@ -173,15 +176,18 @@ class _LineError(Exception):
 # ----------------------------------------------------------------------------- reading
 
 
-def read_trace(path: str | os.PathLike[str], *, lenient: bool = False) -> Trace:
+def read_trace(path: str | os.PathLike[str], *, lenient: bool = False,
+               strict: bool = False) -> Trace:
     """Read an SWF/CWF/extended trace (gzip if the name ends in .gz).
 
     Raises TraceError on the first malformed line, or skips and counts such lines when
-    `lenient` is true.
+    `lenient` is true. A number outside its field's usual range in a field a real log
+    fills (1-18, 32-40) is kept as given and counted in `Trace.unusual`, unless `strict`,
+    which makes it an error at its line as before.
     """
     name = os.fsdecode(path)
     raw = _read_bytes(name)
-    return _Reader(name, lenient, raw.count(b"\n") + 1).run(raw)
+    return _Reader(name, lenient, raw.count(b"\n") + 1, strict).run(raw)
 
 
 def _read_bytes(name: str) -> bytes:
@@ -205,9 +211,11 @@ def _read_bytes(name: str) -> bytes:
 
 
 class _Reader:
-    def __init__(self, path: str, lenient: bool, capacity: int):
+    def __init__(self, path: str, lenient: bool, capacity: int, strict: bool = False):
         self.path = path
         self.lenient = lenient
+        self.strict = strict
+        self.unusual: dict[int, tuple[int, float, float]] = {}
         self.comments: list[str] = []
         self.eccs: list[EccCommand] = []
         self.skipped = 0
@@ -220,11 +228,14 @@ class _Reader:
             chunk = raw[start:end]
             data, comments = _strip_comments(chunk)
             self.comments.extend(comments)
-            block = _fast_block(data)
+            block = _fast_block(data, self.strict)
             if block is None:
                 self._slow_chunk(chunk, lineno)
             else:
                 self._add_rows(block)
+                if not self.strict:
+                    for i, (n, lo, hi) in _unusual_in_block(block).items():
+                        self._unusual(i, n, lo, hi)
             lineno += chunk.count(b"\n")
         self._check_header(raw)
         return Trace(
@@ -233,7 +244,13 @@ class _Reader:
             columns=self.builder.finish(),
             eccs=self.eccs,
             skipped=self.skipped,
+            unusual={i + 1: self.unusual[i] for i in sorted(self.unusual)},
         )
+
+    def _unusual(self, i: int, n: int, lo: float, hi: float) -> None:
+        was = self.unusual.get(i)
+        self.unusual[i] = (n, lo, hi) if was is None else (
+            was[0] + n, min(was[1], lo), max(was[2], hi))
 
     def _check_header(self, raw: bytes) -> None:
         """A header size out of range or a malformed names line is an error at its line
@@ -258,7 +275,12 @@ class _Reader:
             if not toks or toks[0].startswith(b";"):
                 continue
             try:
-                kind, values = parse_fields(toks)
+                found: list[int] | None = None if self.strict else []
+                kind, values = parse_fields(toks, found)
+                if found and kind != "S":  # an ECC line is schedd's own: no unusual values
+                    raise _LineError(_range_problem(found[0], toks))
+                for f in found or ():
+                    self._unusual(f, 1, values[f], values[f])
                 if kind == "S":
                     rows.append(values)
                     continue
@@ -334,7 +356,7 @@ def _strip_comments(chunk: bytes) -> tuple[bytes, list[str]]:
     return b"".join(pieces), comments
 
 
-def _fast_block(data: bytes) -> np.ndarray | None:
+def _fast_block(data: bytes, strict: bool = False) -> np.ndarray | None:
     """All job rows of a comment-free chunk as an (m, F) float64 matrix, or None.
 
     None means "parse this chunk line by line": an odd field count, anything non-numeric
@@ -353,7 +375,7 @@ def _fast_block(data: bytes) -> np.ndarray | None:
         if parsed is None:
             return None
     block = _letters_to_codes(parsed, nfields) if letters else parsed.reshape(-1, nfields)
-    if block is None or not _valid_block(block):
+    if block is None or not _valid_block(block, strict):
         return None
     return block
 
@@ -431,7 +453,7 @@ def _class_codes(letters: np.ndarray) -> np.ndarray | None:
     return None if (codes < 0).any() else codes
 
 
-def _valid_block(block: np.ndarray) -> bool:
+def _valid_block(block: np.ndarray, strict: bool = False) -> bool:
     nfields = block.shape[1]
     numeric = [i for i in _NUMERIC_FIELDS if i < nfields]
     if not np.isfinite(block[:, numeric]).all():
@@ -442,13 +464,16 @@ def _valid_block(block: np.ndarray) -> bool:
     for i, codes in _CODE_FIELDS.items():
         if i < nfields and not np.isin(block[:, i], codes).all():
             return False
-    return _block_within_limits(block)
+    return _block_within_limits(block, strict)
 
 
-def parse_fields(toks: list[bytes]) -> tuple[str, list[float]]:
+def parse_fields(toks: list[bytes], unusual: list[int] | None = None
+                 ) -> tuple[str, list[float]]:
     """One data line -> (request type, the 40 field values; class as its BROMD code).
 
-    Absent trailing fields are -1 (class B). Raises _LineError with the reason.
+    Absent trailing fields are -1 (class B). Raises _LineError with the reason. With
+    `unusual` (a list), a value outside its usual range in a field of KEPT_FIELDS is kept
+    and its 0-based field appended there instead.
     """
     if not N_SWF <= len(toks) <= N_MAX:
         raise _LineError(
@@ -474,7 +499,7 @@ def parse_fields(toks: list[bytes]) -> tuple[str, list[float]]:
             listed = ", ".join(_format_number(c) for c in codes[:-1])
             raise _LineError(f"expected {listed} or {_format_number(codes[-1])} in field "
                              f"{i + 1} ({_FIELD_NAMES[i]}), found {_show(toks[i])}")
-    _check_limits(values, toks)
+    _check_limits(values, toks, unusual)
     return kind, values
 
 
@@ -497,29 +522,102 @@ _FIELD_LIMITS: dict[int, limits.Limit] = {
 }
 
 
-def _check_limits(values: list[float], toks: list[bytes]) -> None:
-    """Raise _LineError for the first field of a parsed line outside its limits."""
+# Fields a real log fills (SWF 1-18, the imported 32-40; 0-based): a value outside the
+# usual range is kept as given and counted (Trace.unusual), as archive logs mark "unknown"
+# or "unlimited" with -1, -2 or 2147483647 in any field; only a magnitude beyond 2^53,
+# where whole seconds stop being exact, is still an error. The schedd extension's fields
+# 19-31 drive the engine's mechanics (checkpoint intervals, notices, setup) and are
+# written by schedd's own tools: their ranges stay errors.
+KEPT_FIELDS = frozenset(i for i in _FIELD_LIMITS if i < N_SWF or i >= N_CWF)
+
+
+def _range_problem(i: int, toks: list[bytes]) -> str:
+    limit = _FIELD_LIMITS[i]
+    return (f"expected {limit.describe()} in field {i + 1} ({_FIELD_NAMES[i]}), found "
+            f"{_show(toks[i])}")
+
+
+def _check_limits(values: list[float], toks: list[bytes], unusual: list[int] | None) -> None:
+    """Raise _LineError for the first field of a parsed line outside its limits, or, with
+    `unusual`, note the fields of KEPT_FIELDS whose value is outside but within 2^53."""
     for i, limit in _FIELD_LIMITS.items():
         if i < len(toks) and not limit.accepts(values[i]):
-            raise _LineError(f"expected {limit.describe()} in field {i + 1} "
-                             f"({_FIELD_NAMES[i]}), found {_show(toks[i])}")
+            if unusual is None or i not in KEPT_FIELDS:
+                raise _LineError(_range_problem(i, toks))
+            if abs(values[i]) > MAX_EXACT_INT:
+                raise _LineError(f"expected a number of magnitude at most 2^53 in field "
+                                 f"{i + 1} ({_FIELD_NAMES[i]}), found {_show(toks[i])}")
+            unusual.append(i)
 
 
-def _block_within_limits(block: np.ndarray) -> bool:
-    """The fast path's version of _check_limits: False sends the chunk to the line parser."""
+def _outside(col: np.ndarray, limit: limits.Limit) -> np.ndarray:
+    ok = (col >= limit.low) & (col <= limit.high)
+    if limit.low_open:
+        ok &= col > limit.low
+    for value in limit.absent:
+        ok |= col == value
+    return ~ok
+
+
+def _block_within_limits(block: np.ndarray, strict: bool = False) -> bool:
+    """The fast path's version of _check_limits: False sends the chunk to the line parser.
+    Unless `strict`, fields of KEPT_FIELDS need only be within 2^53 (_unusual_in_block
+    counts the rest)."""
     nfields = block.shape[1]
     for i, limit in _FIELD_LIMITS.items():
         if i >= nfields:
             continue
         col = block[:, i]
-        ok = (col >= limit.low) & (col <= limit.high)
-        if limit.low_open:
-            ok &= col > limit.low
-        for value in limit.absent:
-            ok |= col == value
-        if not ok.all():
+        if not strict and i in KEPT_FIELDS:
+            if (np.abs(col) > MAX_EXACT_INT).any():
+                return False
+        elif _outside(col, limit).any():
             return False
     return True
+
+
+def _unusual_in_block(block: np.ndarray) -> dict[int, tuple[int, float, float]]:
+    """0-based field -> (count, lowest, highest) of the values outside their usual range."""
+    out = {}
+    nfields = block.shape[1]
+    for i in sorted(KEPT_FIELDS):
+        if i >= nfields:
+            continue
+        col = block[:, i]
+        odd = _outside(col, _FIELD_LIMITS[i])
+        if odd.any():
+            values = col[odd]
+            out[i] = (int(odd.sum()), float(values.min()), float(values.max()))
+    return out
+
+
+_YEAR = 365.25 * 86400
+_SECONDS_FIELDS = frozenset({1, 2, 3, 5, 8, 17, 31, 32})
+
+
+def unusual_line(trace: Trace) -> str | None:
+    """One sentence on the values kept as given outside their usual ranges, or None."""
+    if not trace.unusual:
+        return None
+    parts = []
+    for f, (n, lo, hi) in trace.unusual.items():
+        shown = _value_text(f - 1, lo) if lo == hi else \
+            f"{_value_text(f - 1, lo)} to {_value_text(f - 1, hi)}"
+        parts.append(f"{n:,} in field {f} ({_FIELD_NAMES[f - 1]}): {shown}")
+    total = sum(n for n, _, _ in trace.unusual.values())
+    what = "value" if total == 1 else "values"
+    return (f"{total:,} {what} of {os.path.basename(trace.path)} outside the usual range of "
+            f"{'its' if total == 1 else 'their'} field, kept as given (--strict refuses "
+            f"them): " + "; ".join(parts))
+
+
+def _value_text(i: int, value: float) -> str:
+    text = _format_number(value)
+    if i in _SECONDS_FIELDS:
+        text += " s"
+        if abs(value) >= _YEAR:
+            text += f" ({abs(value) / _YEAR:,.0f} years)"
+    return text
 
 
 def header_problem(lines: list[str]) -> tuple[str, str] | None:

@@ -187,9 +187,14 @@ class _Rows:
         line = cols.get(row, "SubmitLine")
         if line and line[1].strip():
             options = submit_options(line[1])
-            job.exclusive = 0 if options.exclusive is None else options.exclusive
-            if options.exclusive is None and "--exclus" in line[1]:
-                job.exclusive = None  # --exclusive=user or mcs: nodes shared among some
+            job.exclusive = options.exclusive
+            if options.exclusive is None and "--exclus" not in line[1] and not (
+                    job.procs and job.req_procs and job.procs > job.req_procs):
+                # No --exclusive on the command line, and no more CPUs than it asked for:
+                # it shared nodes. (More CPUs than asked may be `#SBATCH --exclusive` in
+                # its script, which SubmitLine does not show: unknown. --exclusive=user or
+                # mcs shares nodes among some jobs: unknown too.)
+                job.exclusive = 0
             deps = options.dependencies
             if options.bad_dependency is not None:
                 counts.note("with a --dependency that could not be read (ignored)")
