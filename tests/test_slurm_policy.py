@@ -203,3 +203,38 @@ def test_a_jobs_end_charges_usage_only_with_enforced_limits(tmp_path: Path, enfo
     assert engine.finished[1].end_time == 110.0
     assert policy.assocs is not None
     assert policy.assocs.root.usage_raw == pytest.approx(charged)
+
+
+def test_a_daemon_snapshot_of_the_policy_continues_as_the_original(tmp_path: Path) -> None:
+    """The daemon snapshots its engine and policy (schedd/daemon/snapshot.py); the slurm
+    policy's state, compiled parts included, must restore and go on exactly as before."""
+    from schedd.daemon.snapshot import dumps, restore
+
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\nPriorityType=priority/multifactor\n"
+                              "PriorityWeightAge=100\nPriorityWeightFairshare=1000\n"
+                              "PriorityCalcPeriod=1\n")
+    jobs = [job(setup, i, i * 7.0, 40 + (i * 13) % 80, nodes=1 + i % 3, cpus=0,
+                user=f"u{i % 3}", limit=120) for i in range(1, 25)]
+    jobs += [job(setup, 100 + i, i * 9.0, 30, cpus=1 + i % 3) for i in range(1, 10)]
+
+    def fresh() -> tuple[Engine, SlurmPolicy]:
+        policy = SlurmPolicy(SlurmOptions(), setup.cluster)
+        policy.configure(setup.conf, setup.assocs, {spec.id: sj for spec, sj in jobs})
+        engine = Engine(setup.cluster, policy,
+                        options=EngineOptions(keep_finished=True,
+                                              **policy.engine_overrides()))
+        for spec in sorted((spec for spec, _ in jobs), key=lambda s: (s.submit, s.id)):
+            engine.submit(spec)
+        return engine, policy
+
+    old, old_policy = fresh()
+    for _ in range(25):
+        old.step()
+    data = dumps({"engine": old, "primary": old_policy}, {})
+    new, new_policy = fresh()
+    restore(data, {"engine": new, "primary": new_policy})
+    while old.step():
+        assert new.step()
+    assert not new.step()
+    assert starts(new) == starts(old) and len(starts(old)) == len(jobs)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 Place = tuple[tuple[int, int], ...]
 
@@ -30,6 +31,10 @@ class Request:
     min_nodes: int
     max_nodes: int
     exclusive: bool
+
+    # Compiled classes pickle through their constructor (the daemon's snapshots).
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Request, (self.cpus, self.min_nodes, self.max_nodes, self.exclusive))
 
 
 class Placement:
@@ -45,6 +50,9 @@ class Placement:
         for node, _ in partial:
             mask |= 1 << node
         self.mask = mask
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Placement, (self.full, self.partial))
 
     def place(self, total: Sequence[int]) -> Place:
         out = list(self.partial)
@@ -88,6 +96,10 @@ class Nodes:
 
     def copy(self) -> Nodes:
         return Nodes(self.total, self.uniform, self.idle, self.some, dict(self.part))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Nodes, (list(self.total), self.uniform, self.idle, self.some,
+                        dict(self.part)))
 
     def free_of(self, node: int) -> int:
         if self.idle >> node & 1:
@@ -257,6 +269,9 @@ class Running:
     end: float  # expected end: start + time limit
     at: Placement
     guess: float  # when it is thought to end once past `end` (_guess_job_end)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Running, (self.end, self.at, self.guess))
 
 
 def will_run(nodes: Nodes, usable: int, req: Request, running: Sequence[Running],
