@@ -606,15 +606,14 @@ class SlurmPolicy(Policy):
     def _background(self, now: float, decisions: list[Decision]) -> None:
         """The background thread's tick at `now`."""
         interval = self.sched.sched_interval
-        if interval > 0:
-            if self.last_full + interval <= now:
-                self.last_full += interval
-                self.last_sched = now
-                requested = self.sched_requests
-                self.sched_requests = 0
-                if self.main_dirty or requested:
-                    self._main_pass(now, True, decisions)
-                return
+        if interval > 0 and self.last_full + interval <= now:
+            self.last_full += interval
+            self.last_sched = now
+            requested = self.sched_requests
+            self.sched_requests = 0
+            if self.main_dirty or requested:
+                self._main_pass(now, True, decisions)
+            return
         if self.sched_requests and now - self.last_sched >= self.sched.batch_sched_delay:
             self.sched_requests = 0
             self.last_sched = now
