@@ -48,6 +48,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     sim.add_argument("--slurm-assoc", default=None, metavar="FILE",
                      help="`sacctmgr --parsable2 show associations` output: accounts, "
                      "users and their fair-share shares (with --slurm-conf)")
+    sim.add_argument("--slurm-qos", default=None, metavar="FILE",
+                     help="`sacctmgr --parsable2 show qos` output: QOS priorities for "
+                     "PriorityWeightQOS (with --slurm-conf)")
     sim.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                      help="policy option, repeatable")
     sim.add_argument("--seed", type=int, default=0, help="seed of the engine's RNG (failures)")
@@ -171,18 +174,19 @@ def run(args: argparse.Namespace) -> int:
 def _slurm_setup(args: argparse.Namespace) -> Any:
     """The machine a --slurm-conf describes (None without one)."""
     if args.slurm_conf is None:
-        if args.slurm_assoc:
-            raise UsageError("--slurm-assoc needs --slurm-conf")
+        if args.slurm_assoc or args.slurm_qos:
+            raise UsageError("--slurm-assoc and --slurm-qos need --slurm-conf")
         return None
     if args.cluster:
         raise UsageError("--cluster and --slurm-conf both name the machine; give one")
     from .slurm.assoc import AssocError
     from .slurm.conf import SlurmConfError
     from .slurm.machine import SlurmSetup
+    from .slurm.qos import QosError
 
     try:
-        return SlurmSetup.read(args.slurm_conf, args.slurm_assoc)
-    except (SlurmConfError, AssocError) as err:
+        return SlurmSetup.read(args.slurm_conf, args.slurm_assoc, args.slurm_qos)
+    except (SlurmConfError, AssocError, QosError) as err:
         raise UsageError(str(err)) from None
 
 

@@ -238,3 +238,35 @@ def test_a_daemon_snapshot_of_the_policy_continues_as_the_original(tmp_path: Pat
         assert new.step()
     assert not new.step()
     assert starts(new) == starts(old) and len(starts(old)) == len(jobs)
+
+
+def test_qos_priorities_order_the_queue(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from schedd.slurm.qos import QosError, read_qos
+
+    qos_file = tmp_path / "qos.txt"
+    qos_file.write_text("Name|Priority|GraceTime\nnormal|0|00:00:00\nhigh|100|00:00:00\n")
+    assert read_qos(qos_file) == {"normal": 0, "high": 100}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Name|Priority\nhigh|lots\n")
+    with pytest.raises(QosError, match="bad.txt:2: expected a whole number in column "
+                                       "Priority"):
+        read_qos(bad)
+    # Job 2 (QOS normal) was submitted before job 3 (QOS high); with PriorityWeightQOS,
+    # 3 goes first once job 1 ends.
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\nPriorityType=priority/multifactor\n"
+                              "PriorityWeightQOS=1000\nPriorityCalcPeriod=1\n")
+    setup = replace(setup, qos=read_qos(qos_file))
+    jobs = [job(setup, 1, 0, 100, nodes=4), job(setup, 2, 1, 50, nodes=4),
+            job(setup, 3, 2, 50, nodes=4)]
+    jobs[2] = (jobs[2][0], replace(jobs[2][1], qos="high"))
+    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
+    setup.bind(policy, None)
+    policy.table = {spec.id: sj for spec, sj in jobs}
+    engine = Engine(setup.cluster, policy,
+                    options=EngineOptions(keep_finished=True, **policy.engine_overrides()))
+    engine.feed(spec for spec, _ in jobs)
+    while engine.step():
+        pass
+    assert starts(engine) == {1: 0.0, 3: 100.0, 2: 150.0}

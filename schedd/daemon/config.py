@@ -111,6 +111,9 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--slurm-assoc", default=None, metavar="FILE",
                    help="`sacctmgr --parsable2 show associations` output for --slurm-conf: "
                    "accounts, users, fair-share shares")
+    p.add_argument("--slurm-qos", default=None, metavar="FILE",
+                   help="`sacctmgr --parsable2 show qos` output for --slurm-conf: QOS "
+                   "priorities")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                    help="policy option, repeatable")
     p.add_argument("--seed", type=_limited("seed", int), default=0,

@@ -109,16 +109,18 @@ def _slurm_machine(args: argparse.Namespace) -> Any:
     """The machine a --slurm-conf describes (None without one); StartupError if it cannot
     be read or clashes with --cluster."""
     if not getattr(args, "slurm_conf", None):
-        if getattr(args, "slurm_assoc", None):
-            raise StartupError("--slurm-assoc needs --slurm-conf")
+        if getattr(args, "slurm_assoc", None) or getattr(args, "slurm_qos", None):
+            raise StartupError("--slurm-assoc and --slurm-qos need --slurm-conf")
         return None
     from ..slurm.assoc import AssocError
     from ..slurm.conf import SlurmConfError
     from ..slurm.machine import SlurmSetup
+    from ..slurm.qos import QosError
 
     try:
-        setup = SlurmSetup.read(args.slurm_conf, args.slurm_assoc)
-    except (SlurmConfError, AssocError) as err:
+        setup = SlurmSetup.read(args.slurm_conf, args.slurm_assoc,
+                                getattr(args, "slurm_qos", None))
+    except (SlurmConfError, AssocError, QosError) as err:
         raise StartupError(str(err)) from None
     args.cluster = f"slurm.conf:{args.slurm_conf}"  # what the journal records
     return setup

@@ -19,6 +19,7 @@ from .assoc import Associations, read_associations
 from .conf import SlurmConf, read_slurm_conf
 from .jobs import TraceJobs, table_from_trace
 from .policy import PERIODIC_TIMEOUT
+from .qos import read_qos
 
 
 def _timed_out(cols: dict[str, Any], header: Any) -> Any:
@@ -85,12 +86,15 @@ class SlurmSetup:
     conf: SlurmConf
     assocs: Associations | None
     cluster: CpuNodes
+    qos: dict[str, int] | None = None
 
     @classmethod
-    def read(cls, conf_path: str, assoc_path: str | None) -> SlurmSetup:
+    def read(cls, conf_path: str, assoc_path: str | None,
+             qos_path: str | None = None) -> SlurmSetup:
         conf = read_slurm_conf(conf_path)
         assocs = read_associations(assoc_path) if assoc_path else None
-        return cls(conf, assocs, cluster_of(conf))
+        qos = read_qos(qos_path) if qos_path else None
+        return cls(conf, assocs, cluster_of(conf), qos)
 
     def warnings(self) -> list[str]:
         out = list(self.conf.warnings)
@@ -137,7 +141,11 @@ class SlurmSetup:
             phases, said = infer_phases(trace.columns, trace.header, self.conf,
                                         policy.options)
         policy.configure(self.conf, self.assocs, jobs.jobs if jobs is not None else None,
-                         epoch, **phases)
+                         epoch, self.qos, **phases)
+        if self.qos is None and self.conf.priority.multifactor \
+                and self.conf.priority.weight_qos:
+            self.conf_warning("PriorityWeightQOS without a QOS list (--slurm-qos): the QOS "
+                              "factor is 0")
         return said
         if self.assocs is None and self.conf.priority.multifactor \
                 and self.conf.priority.weight_fairshare:

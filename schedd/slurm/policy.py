@@ -48,6 +48,7 @@ from .backfill import Candidate, backfill_cycle
 from .conf import Partition, SlurmConf, SlurmConfError, read_slurm_conf
 from .jobs import AFTERNOTOK, AFTEROK, SlurmJob, default_job
 from .priority import PriorityModel
+from .qos import QosError, read_qos
 from .select import Nodes, Placement, Request, Running
 
 YEAR = 365 * 86400.0
@@ -67,6 +68,8 @@ class SlurmOptions:
         "help": "slurm.conf to schedule by (schedd simulate --slurm-conf sets it)"})
     assoc: str = field(default="", metadata={
         "help": "sacctmgr --parsable2 show associations output: accounts, users, shares"})
+    qos: str = field(default="", metadata={
+        "help": "sacctmgr --parsable2 show qos output: the QOS priorities"})
     interactive: bool = field(default=False, metadata={
         "help": "jobs are interactive allocations (salloc, srun): one with the top "
                 "priority starts at its submission if its nodes are free (sbatch jobs "
@@ -155,7 +158,8 @@ class SlurmPolicy(Policy):
     # -- configuration -------------------------------------------------------------
     def configure(self, conf: SlurmConf, assocs: Associations | None = None,
                   table: dict[int, SlurmJob] | None = None,
-                  epoch: float | None = None, **phases: float) -> None:
+                  epoch: float | None = None, qos: dict[str, int] | None = None,
+                  **phases: float) -> None:
         """Schedule by `conf` with `assocs`, knowing the trace's jobs `table`; `epoch` (the
         trace's UnixStartTime) unless option `epoch` was given; `phases` (bf_phase,
         check_phase) read off the trace where the options leave them unset."""
@@ -164,6 +168,7 @@ class SlurmPolicy(Policy):
         if phases:
             self.options = replace(self.options, **phases)
         self.conf = conf
+        self.qos = qos
         self.assocs = assocs if assocs is not None else Associations.flat()
         if table is not None:
             self.table = table
@@ -177,9 +182,10 @@ class SlurmPolicy(Policy):
         try:
             conf = read_slurm_conf(opts.conf) if opts.conf else default_conf(self.cluster)
             assocs = read_associations(opts.assoc) if opts.assoc else None
-        except (SlurmConfError, AssocError) as err:
+            qos = read_qos(opts.qos) if opts.qos else None
+        except (SlurmConfError, AssocError, QosError) as err:
             raise PolicyError(str(err)) from None
-        self.configure(conf, assocs)
+        self.configure(conf, assocs, qos=qos)
 
     def _setup(self) -> None:
         conf = self.conf
@@ -197,7 +203,7 @@ class SlurmPolicy(Policy):
             raise PolicyError(f"policy slurm runs on a node pool or the machine of a "
                               f"slurm.conf (--slurm-conf), not on {cluster.name}")
         self.sched = conf.sched
-        self.prio_model = PriorityModel(conf)
+        self.prio_model = PriorityModel(conf, getattr(self, "qos", None))
         self.nodes = Nodes(list(conf.node_cpus))
         self.all_mask = (1 << len(conf.node_cpus)) - 1
         self.part_masks = []

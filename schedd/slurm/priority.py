@@ -11,9 +11,9 @@ fairshare = the user association's Fair Tree factor (or 2^(-U/S) classic); jobsi
 PriorityFavorSmall, or divided by the time limit with SMALL_RELATIVE_TO_TIME; partition =
 the partition's PriorityJobFactor over the largest; the CPUs are those asked for (one
 per node for a whole-node job) until the backfill scheduler has tried to place the job,
-then what the placement holds, as Slurm reads them (min_cpus, then total_cpus); qos = the QOS's
-priority over the largest (QOS priorities come from `sacctmgr show qos`, which we do not
-read: 0).
+then what the placement holds, as Slurm reads them (min_cpus, then total_cpus);
+qos = the QOS's priority over the largest (from `sacctmgr --parsable2 show qos`,
+--slurm-qos; without it 0).
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from .jobs import SlurmJob
 
 
 class PriorityModel:
-    def __init__(self, conf: SlurmConf):
+    def __init__(self, conf: SlurmConf, qos: dict[str, int] | None = None):
         self.conf = conf
+        self.qos = qos or {}
+        self.qos_top = max(self.qos.values(), default=0)
         p = conf.priority
         self.p = p
         self.nodes = len(conf.node_cpus)
@@ -33,6 +35,14 @@ class PriorityModel:
         top = max((part.priority_job_factor for part in conf.partitions), default=0)
         self.part_norm = [part.priority_job_factor / top if top else 0.0
                           for part in conf.partitions]
+
+    def qos_factor(self, job: SlurmJob) -> float:
+        priority = self.qos.get(job.qos, 0)
+        if not priority or not self.p.weight_qos:
+            return 0.0
+        if self.p.no_normal_qos:
+            return float(priority)
+        return priority / self.qos_top if self.qos_top else 0.0
 
     def factors(self, job: SlurmJob, assoc: Assoc | None, eligible: float | None,
                 now: float, tested: bool = False) -> tuple[float, float, float, float]:
@@ -75,5 +85,5 @@ class PriorityModel:
         p = self.p
         age, fs, js, part = self.factors(job, assoc, eligible, now, tested)
         value = (p.weight_age * age + p.weight_fairshare * fs + p.weight_job_size * js
-                 + p.weight_partition * part)
+                 + p.weight_partition * part + p.weight_qos * self.qos_factor(job))
         return max(int(value), 1) if value < 0xFFFFFFFF else 0xFFFFFFFF
