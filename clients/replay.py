@@ -197,7 +197,7 @@ class Replay:
 
     # ------------------------------------------------------------------ run
     async def run(self) -> dict[str, Any]:
-        from schedd.outputs import UsageError, writable_dir
+        from schedd.outputs import UsageError, staged_dir, writable_dir
 
         started = time.monotonic()
         self.channel = aio_channel(self.args)
@@ -242,9 +242,12 @@ class Replay:
             info = await self._cluster()
         finally:
             await self.channel.close()
-        summary = self._write(path, trace, specs, results, info, shift,
-                              time.monotonic() - started)
-        self._write_run_files(path, record, results, info, shift)
+        # Written aside and renamed when complete: a replay that fails leaves no new or
+        # half-written folder (issue 34; writable_dir above only probed).
+        with staged_dir(self.args.out) as out:
+            summary = self._write(out, path, trace, specs, results, info, shift,
+                                  time.monotonic() - started)
+            self._write_run_files(out, path, record, results, info, shift)
         return summary
 
     def _load(self, path: str, info: Any) -> Any:
@@ -526,7 +529,7 @@ class Replay:
         return out
 
     # ------------------------------------------------------------------ output
-    def _write_run_files(self, path: str, record: dict[str, dict[str, np.ndarray]],
+    def _write_run_files(self, out: str, path: str, record: dict[str, dict[str, np.ndarray]],
                          results: dict[str, np.ndarray], info: Any, shift: float) -> None:
         """segments.csv (our jobs, by trace id) and timeseries.csv (the whole machine), on
         the trace's time axis, written as `schedd simulate` writes them."""
@@ -546,10 +549,10 @@ class Replay:
         for table, col in (("segments", "start"), ("segments", "end"), ("waits", "start"),
                            ("waits", "end"), ("levels", "time")):
             tables[table][col] = tables[table][col] - shift
-        write_run_files(self.args.out, recorder_from_tables(tables),
+        write_run_files(out, recorder_from_tables(tables),
                         parse_cluster(info.cluster), results, os.path.basename(path))
 
-    def _write(self, path: str, trace: Any, specs: list[JobSpec],
+    def _write(self, out: str, path: str, trace: Any, specs: list[JobSpec],
                results: dict[str, np.ndarray], info: Any, shift: float,
                wall: float) -> dict[str, Any]:
         from schedd.metrics import MetricOptions, summarize
@@ -585,7 +588,7 @@ class Replay:
             replay["divergence"] = _divergence(trace, results, info, policy, engine_options)
             replay["divergence"]["late_submissions"] = replay["late_submissions"]
         summary["replay"] = replay
-        return write_results(self.args.out, trace, results, summary, description,
+        return write_results(out, trace, results, summary, description,
                              {k: int(v) for k, v in info.counters.items()})
 
     # ------------------------------------------------------------------ progress

@@ -24,6 +24,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from schedd.durations import DurationError, parse_duration
+from schedd.outputs import UsageError
 from schedd.suggest import SuggestingParser, did_you_mean
 from schedd.v1 import scheduler_pb2 as pb
 
@@ -483,6 +484,22 @@ def fetch_columns(ctx: Context, table: str) -> dict[str, list[float]]:
 def cmd_results(ctx: Context) -> None:
     """Download the daemon's results as `schedd simulate` writes them: jobs.csv,
     summary.json, segments.csv and timeseries.csv (docs/results.md)."""
+    from schedd.outputs import staged_dir
+
+    out = Path(ctx.args.out)
+    # Written aside and renamed once all is downloaded: a daemon that goes away midway
+    # leaves no new or half-written folder (issue 34).
+    with staged_dir(ctx.args.out) as part:
+        n_jobs, n_seg = _download_results(ctx, Path(part))
+    if ctx.json:
+        print_json({"out": str(out), "jobs": n_jobs, "segments": n_seg})
+    else:
+        print(f"wrote {out}/jobs.csv, summary.json, segments.csv, timeseries.csv: "
+              f"{n_jobs:,} finished jobs, {n_seg:,} segments")
+
+
+def _download_results(ctx: Context, out: Path) -> tuple[int, int]:
+    """The files of cmd_results, written in `out`; the jobs and segments written."""
     import numpy as np
 
     from schedd.core.cluster_spec import parse_cluster
@@ -491,8 +508,6 @@ def cmd_results(ctx: Context) -> None:
     from schedd.run_files import RECORD_TABLES, recorder_from_tables
     from schedd.sim import sort_results, write_jobs_csv, write_run_files
 
-    out = Path(ctx.args.out)
-    out.mkdir(parents=True, exist_ok=True)
     info = ctx.call("GetCluster", pb.GetClusterRequest())
     jobs = fetch_columns(ctx, "jobs")
     results = {name: np.asarray(jobs.get(name, []), dtype=np.int64 if code == "q"
@@ -510,12 +525,7 @@ def cmd_results(ctx: Context) -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     write_run_files(out, recorder_from_tables(tables), parse_cluster(info.cluster), results,
                     f"daemon:{info.cluster}")
-    n_seg = len(tables["segments"]["job"])
-    if ctx.json:
-        print_json({"out": str(out), "jobs": len(results["id"]), "segments": n_seg})
-    else:
-        print(f"wrote {out}/jobs.csv, summary.json, segments.csv, timeseries.csv: "
-              f"{len(results['id']):,} finished jobs, {n_seg:,} segments")
+    return len(results["id"]), len(tables["segments"]["job"])
 
 
 def cmd_clock(ctx: Context) -> None:
@@ -836,6 +846,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `schedctl watch | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except UsageError as err:  # an --out that cannot be written
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 2
     except OSError as err:  # e.g. an unreadable --tls-ca file
         print(f"{PROG}: {err.filename or ''}{': ' if err.filename else ''}"
               f"{err.strerror or err}", file=sys.stderr)

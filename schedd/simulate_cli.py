@@ -12,8 +12,7 @@ from typing import Any
 
 from .core.cluster_spec import CLUSTER_FORMS
 from .options import _at_least, add_engine_arguments, engine_options_from
-from .outputs import UsageError
-from .outputs import writable_dir as _writable_dir
+from .outputs import UsageError, staged_dir
 from .trace_options import add_trace_selection, procs_per_node_line
 
 SAMPLE_TRACE = "sample-lublin256-1000.swf"
@@ -147,17 +146,20 @@ def run(args: argparse.Namespace) -> int:
     if slurm:
         for line in slurm.warnings():
             print(f"schedd: warning: {line}", file=sys.stderr)
-    out = _writable_dir(args.out)
-    progress, close = _progress_bar(len(trace), args.no_progress)
-    heap.settle(thresholds, collect=False)  # what is loaded is never scanned again
-    try:
-        run = simulate(trace, cluster, policy, seed=args.seed, engine_options=engine_options,
-                       check_invariants=args.validate, progress=progress,
-                       record=not args.no_run_files, general=args.general_engine)
-    finally:
-        close()
-    description = describe_run(path, trace, cluster, policy, args.seed, engine_options)
-    summary = write_outputs(out, trace, run, description, args.timeseries_step)
+    # The files go to a hidden folder that becomes --out once all are written: a run that
+    # fails (a policy error, Ctrl-C) leaves no new or half-written folder (issue 34).
+    with staged_dir(args.out) as out:
+        progress, close = _progress_bar(len(trace), args.no_progress)
+        heap.settle(thresholds, collect=False)  # what is loaded is never scanned again
+        try:
+            run = simulate(trace, cluster, policy, seed=args.seed,
+                           engine_options=engine_options, check_invariants=args.validate,
+                           progress=progress, record=not args.no_run_files,
+                           general=args.general_engine)
+        finally:
+            close()
+        description = describe_run(path, trace, cluster, policy, args.seed, engine_options)
+        summary = write_outputs(out, trace, run, description, args.timeseries_step)
     if args.json:
         print(json.dumps(summary, indent=2, allow_nan=False))
         return 0

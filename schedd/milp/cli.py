@@ -231,12 +231,14 @@ def format_result(result: MilpResult, title: str) -> str:
 
 def _generate(args: argparse.Namespace) -> int:
     from schedd.milp.instances import write_table3
+    from schedd.outputs import staged_dir
 
     cluster = _block_cluster(args.cluster)
     if args.batch + args.realtime < 1:
         raise MilpError("a log needs at least one job (--batch + --realtime >= 1)")
-    paths = write_table3(args.out, cluster, count=args.count, seed=args.seed,
-                         batch=args.batch, realtime=args.realtime)
+    with staged_dir(args.out) as out:  # all the logs or none (issue 34)
+        paths = write_table3(out, cluster, count=args.count, seed=args.seed,
+                             batch=args.batch, realtime=args.realtime)
     print(f"wrote {len(paths)} logs to {args.out} ({paths[0].name} .. {paths[-1].name})")
     return 0
 

@@ -32,18 +32,24 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..outputs import UsageError, staged_dir
     from .page import ReportError, build_report, build_sweep_report
 
     try:
-        if args.sweep:
-            if args.runs:
-                raise ReportError("give either run directories or --sweep, not both")
-            page = build_sweep_report(args.sweep, args.out,
-                                      args.metric or ["mean_wait_s", "utilization"], args.by)
-        else:
-            page = build_report(args.runs, args.out, docs=args.docs)
-    except ReportError as err:
+        if args.sweep and args.runs:
+            raise ReportError("give either run directories or --sweep, not both")
+        # Written aside and renamed at the end: a bad run directory, a missing table or
+        # Ctrl-C leaves no empty or half-drawn DIR (issue 34).
+        with staged_dir(args.out) as out:
+            if args.sweep:
+                page = build_sweep_report(args.sweep, out, args.metric
+                                          or ["mean_wait_s", "utilization"], args.by)
+            else:
+                page = build_report(args.runs, out, docs=args.docs)
+    except (ReportError, UsageError) as err:
         print(f"schedd report: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {page}")
+    print(f"wrote {Path(args.out) / page.name}")
     return 0

@@ -4,6 +4,7 @@ options x engine flags x seeds, each cell one cached simulation, on dask.distrib
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..outputs import make_parents, remove_empty, staged_file, writable_dir
     from .cells import SweepError, expand
     from .execute import run_cells
     from .runspec import RunSpecError
@@ -66,12 +68,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"schedd sweep: {err}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     cache = args.cache or str(out / "cache")
-    rows = run_cells(cells, cache, workers=args.workers, scheduler=args.scheduler,
-                     scatter=args.scatter, progress=not args.no_progress)
-    write_csv(out / "results.csv", rows)
-    write_parquet(out / "results.parquet", rows)
+    for folder in {args.out, cache}:  # one sentence now, not a traceback later
+        writable_dir(folder)
+    # A sweep that fails (no scheduler, Ctrl-C) removes the folders it made, but not the
+    # cells it cached in them: an interrupted sweep resumes from those (issue 34).
+    made = make_parents(str(out / "x")) + make_parents(os.path.join(cache, "x"))
+    try:
+        rows = run_cells(cells, cache, workers=args.workers, scheduler=args.scheduler,
+                         scatter=args.scatter, progress=not args.no_progress)
+        for name, write in (("results.csv", write_csv), ("results.parquet", write_parquet)):
+            with staged_file(out / name) as part:
+                write(Path(part), rows)
+    except BaseException:
+        for top in made:
+            for folder, _, _ in os.walk(top, topdown=False):
+                remove_empty([folder])
+        raise
     failed = [r for r in rows if r.get("status") != "ok"]
     for r in failed:
         inputs = ", ".join(f"{k[3:]}={v}" for k, v in r.items() if k.startswith("in_"))

@@ -23,7 +23,15 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
         cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
                                processes=True, dashboard_address=None,
                                silence_logs=logging.CRITICAL)
-    client = Client(scheduler or cluster)
+    try:
+        client = Client(scheduler or cluster)
+    except OSError as err:  # no scheduler there: one sentence, not a traceback
+        if cluster is not None:
+            cluster.close()
+        from .cells import SweepError
+
+        raise SweepError(f"cannot reach the Dask scheduler {scheduler or 'started here'} "
+                         f"({err})") from None
     try:
         yield client
     finally:

@@ -798,7 +798,8 @@ def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
     or 40 if any field 32-40 is (line_width).
 
     Header comment lines come first, then the job lines in column order, then the ECC
-    lines in list order (so every ECC follows its job's submission). gzip if .gz.
+    lines in list order (so every ECC follows its job's submission). gzip if .gz. The
+    file takes its name only once complete, and missing folders above it are made.
     """
     name = os.fsdecode(path)
     n = len(trace)
@@ -814,7 +815,9 @@ def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
         import gzip
 
         data = gzip.compress(data, compresslevel=6, mtime=0)  # 9 is much slower, ~same size
-    with open(name, "wb") as f:
+    from ..outputs import staged_file  # written aside, renamed when whole (issue 34)
+
+    with staged_file(name) as part, open(part, "wb") as f:
         f.write(data)
 
 
