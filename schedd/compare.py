@@ -7,9 +7,9 @@ For each RTJ percentage and trial, the trace gets its real-time jobs marked (or 
 over the trials (as the authors pool theirs) before means and percentiles are taken.
 Whole-run figures (productive utilisation, overhead node-hours, preemptions) are trial
 means. It is a preset over `schedd sweep`: each simulation is a sweep cell (trace x run x
-percentage x seed) run on Dask with the sweep's cache (`--cache DIR` keeps it, so an
-interrupted or extended comparison runs only what is missing); the output does not depend
-on the number of workers.
+percentage x seed) run on Dask with the sweep's cache, kept with the tables in the
+`--out` folder (or in `--cache DIR`), so a repeated or extended comparison runs only what
+is missing; the output does not depend on the number of workers.
 """
 
 from __future__ import annotations
@@ -332,7 +332,8 @@ def add_parser(sub: Any) -> None:
         "simulate every --run on each marked trace, pool the jobs over the trials and print "
         "the real-time paper's tables (Figs. 3-7): bounded slowdown (10-minute bound) of "
         "real-time and batch jobs, mean, median and 95th percentile, overall and per "
-        "category, turnaround, productive utilisation and overhead node-hours.")
+        "category, turnaround, productive utilisation and overhead node-hours; keep them, "
+        "every figure and each simulation in --out (default out/compare-TRACE-HASH).")
     cmp_.add_argument("--trace", required=True, help="SWF/CWF trace (batch jobs)")
     cmp_.add_argument("--cluster", default="mira", help="machine (default mira)")
     cmp_.add_argument("--percent", type=float, nargs="+", default=[10.0], metavar="P",
@@ -365,12 +366,20 @@ def add_parser(sub: Any) -> None:
                       "differ)")
     cmp_.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                       help="simulations in parallel (default: the CPU count)")
+    cmp_.add_argument("--out", default=None, metavar="DIR",
+                      help="where the results are kept: the tables (DIR/tables.md), every "
+                      "figure (DIR/results.json) and each simulation (DIR/cache, unless "
+                      "--cache) (default: out/compare-TRACE-HASH, HASH a short hash of the "
+                      "trace's bytes and the options that change the results, so that the "
+                      "same comparison finds its folder and its simulations again)")
     cmp_.add_argument("--cache", default=None, metavar="DIR",
-                      help="keep each simulation in this sweep cache (docs/sweep.md): a "
-                      "rerun or an extended comparison runs only what is missing (default: "
-                      "a temporary directory)")
-    cmp_.add_argument("--markdown", default=None, metavar="FILE", help="also write the tables")
-    cmp_.add_argument("--json", default=None, metavar="FILE", help="write every figure as JSON")
+                      help="keep each simulation in this sweep cache (docs/sweep.md) instead "
+                      "of the --out folder's cache/: a rerun or an extended comparison runs "
+                      "only what is missing")
+    cmp_.add_argument("--markdown", default=None, metavar="FILE",
+                      help="also write the tables here")
+    cmp_.add_argument("--json", default=None, metavar="FILE",
+                      help="also write every figure here as JSON")
 
 
 def _window(text: str | None) -> tuple[float, float] | None:
@@ -385,8 +394,40 @@ def _window(text: str | None) -> tuple[float, float] | None:
     return lo, hi
 
 
+def default_out(args: argparse.Namespace, runs: list[RunSpec],
+                baseline: str | None) -> str:
+    """out/compare-TRACE-HASH: HASH covers the trace's bytes and every option that changes
+    the tables (not --workers, --cache or the output paths), so the same comparison
+    always lands in the same folder, and finds its cached simulations there."""
+    import hashlib
+
+    from .sweep.cells import file_sha
+
+    aps = None
+    if args.aps_runtimes:
+        try:
+            with open(args.aps_runtimes, "rb") as f:
+                aps = hashlib.sha256(f.read()).hexdigest()
+        except OSError as err:
+            raise CompareError(f"cannot read --aps-runtimes {args.aps_runtimes}: "
+                               f"{err.strerror}") from None
+    inputs = {"trace": file_sha(args.trace), "cluster": args.cluster,
+              "percent": [f"{p:g}" for p in args.percent], "mode": args.mode,
+              "aps_runtimes": aps, "non_checkpointable": args.non_checkpointable,
+              "trials": args.trials, "seed_base": args.seed_base,
+              "runs": [r.label for r in runs], "baseline": baseline,
+              "window": _window(args.window), "window_by": args.window_by,
+              "allow_mixed_ecc": args.allow_mixed_ecc}
+    key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:8]
+    name = os.path.basename(args.trace)
+    stem = os.path.splitext(name[:-3] if name.endswith(".gz") else name)[0]
+    return os.path.join("out", f"compare-{stem}-{key}")
+
+
 def run(args: argparse.Namespace) -> int:
-    from .outputs import writable_file
+    import sys
+
+    from .outputs import staged_dir, staged_file, writable_file
 
     for path in (args.markdown, args.json):  # before minutes of simulations, not after
         if path:
@@ -410,17 +451,27 @@ def run(args: argparse.Namespace) -> int:
     baseline = parse_run(args.baseline).label if args.baseline else None
     if baseline is not None and baseline not in labels:
         raise CompareError(f"--baseline {args.baseline!r} is not one of the runs")
-    result = compare(args.trace, args.cluster, runs, args.percent, args.trials,
-                     args.seed_base, args.mode, args.aps_runtimes, _window(args.window),
-                     args.workers, args.non_checkpointable, args.window_by,
-                     args.allow_mixed_ecc, args.cache)
-    text = markdown(result, baseline)
+    out = args.out or default_out(args, runs, baseline)
+    # The results are kept, not only printed (issue 34), and written aside until complete:
+    # a comparison that fails or is interrupted leaves no new or half-written folder.
+    with staged_dir(out) as staged:
+        kept = os.path.join(out, "cache")  # an earlier run's simulations: used again
+        cache = args.cache or (kept if os.path.isdir(kept) else os.path.join(staged, "cache"))
+        result = compare(args.trace, args.cluster, runs, args.percent, args.trials,
+                         args.seed_base, args.mode, args.aps_runtimes, _window(args.window),
+                         args.workers, args.non_checkpointable, args.window_by,
+                         args.allow_mixed_ecc, cache)
+        text = markdown(result, baseline)
+        figures = json.dumps(result, indent=1, allow_nan=False) + "\n"
+        for name, content in (("tables.md", text), ("results.json", figures)):
+            with open(os.path.join(staged, name), "w") as f:
+                f.write(content)
     print(text, end="")
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1, allow_nan=False)
-            f.write("\n")
+    for path, content in ((args.markdown, text), (args.json, figures)):
+        if path:
+            with staged_file(path) as part, open(part, "w") as f:
+                f.write(content)
+    where = args.cache or os.path.join(out, "cache")
+    print(f"schedd compare: results in {out}/ (tables.md, results.json); the simulations "
+          f"in {where}", file=sys.stderr)
     return 0

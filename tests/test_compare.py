@@ -76,7 +76,7 @@ def test_cli_writes_markdown_and_json(tmp_path: Path) -> None:
          "--percent", "20", "--trials", "2", "--workers", "1", "--run", "easy-wfp2",
          "--run", "wcjs ckpt=app --app-overhead 5", "--baseline", "easy-wfp2",
          "--markdown", str(md), "--json", str(js)],
-        capture_output=True, text=True, check=False)
+        capture_output=True, text=True, check=False, cwd=tmp_path)  # out/compare-* there
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == md.read_text()
     data = json.loads(js.read_text())
@@ -89,9 +89,9 @@ def test_cli_writes_markdown_and_json(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
 
 
-def _schedd(*args: str) -> subprocess.CompletedProcess[str]:
+def _schedd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "schedd", *args], capture_output=True,
-                          text=True, check=False)
+                          text=True, check=False, cwd=cwd)
 
 
 def test_refuses_policies_that_treat_the_traces_eccs_differently(tmp_path: Path) -> None:
@@ -113,14 +113,14 @@ def test_refuses_policies_that_treat_the_traces_eccs_differently(tmp_path: Path)
     assert "'easy' applies the" in bad.stderr
     assert "'los unit=32', 'delayed-los' ignore them" in bad.stderr
     assert "--allow-mixed-ecc" in bad.stderr
-    forced = _schedd(*common, "--trace", str(elastic), "--allow-mixed-ecc")
+    forced = _schedd(*common, "--trace", str(elastic), "--allow-mixed-ecc", cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     assert "| `delayed-los` |" in forced.stdout
-    plain = _schedd(*common, "--trace", str(batch))
+    plain = _schedd(*common, "--trace", str(batch), cwd=tmp_path)
     assert plain.returncode == 0, plain.stderr
     agree = _schedd("compare", "--cluster", "nodes:320", "--percent", "10", "--trials", "1",
                     "--workers", "1", "--run", "easy-e", "--run", "los-e unit=32",
-                    "--trace", str(elastic))
+                    "--trace", str(elastic), cwd=tmp_path)
     assert agree.returncode == 0, agree.stderr
 
 

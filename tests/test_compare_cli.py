@@ -4,8 +4,10 @@ progress on stderr: every run's figures are those `schedd simulate` gives the sa
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_percent_zero_compares_policies_on_any_trace_with_progress(tmp_path, shared_traces):
@@ -18,9 +20,9 @@ def test_percent_zero_compares_policies_on_any_trace_with_progress(tmp_path, sha
                            "--cluster", "nodes:100", "--percent", "0", "--trials", "1",
                            "--run", "easy", "--run", "fcfs", "--run", "conservative",
                            "--workers", "2", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith(
+    assert proc.stderr.strip().splitlines()[-2].startswith(  # then where the results are
         "schedd compare: 3/3 simulations done in ")
     assert "### 0% real-time jobs: all jobs" in proc.stdout
     rows = json.loads(out.read_text())["results"]["0"]
@@ -65,3 +67,41 @@ def test_a_missing_trace_is_one_sentence(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == (f"schedd: error: cannot read trace {tmp_path / 'absent.swf'}: No "
                            "such file or directory\n")
+
+
+SAMPLE = str(Path(__file__).resolve().parents[1] / "schedd" / "data"
+             / "sample-lublin256-1000.swf")
+
+
+def test_results_are_kept_in_a_folder_named_by_the_trace_and_a_hash_of_the_options(
+        tmp_path):
+    """Without --markdown or --json the tables, every figure and each simulation are kept
+    in out/compare-TRACE-HASH, said on stderr; the same comparison finds the same folder
+    (and runs nothing again), another option makes another."""
+    def compare(*extra: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([sys.executable, "-m", "schedd", "compare", "--trace", SAMPLE,
+                               "--cluster", "nodes:256", "--percent", "0", "--run", "easy",
+                               "--run", "fcfs", *extra], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    first = compare("--trials", "1", "--workers", "1")
+    (kept,) = (tmp_path / "out").iterdir()
+    assert re.fullmatch(r"compare-sample-lublin256-1000-[0-9a-f]{8}", kept.name), kept.name
+    assert (kept / "tables.md").read_text() == first.stdout
+    assert json.loads((kept / "results.json").read_text())["runs"] == ["easy", "fcfs"]
+    assert len(list((kept / "cache").glob("*/*/row.json"))) == 2
+    assert first.stderr.strip().splitlines()[-1] == (
+        f"schedd compare: results in out/{kept.name}/ (tables.md, results.json); the "
+        f"simulations in out/{kept.name}/cache")
+    # --workers does not change the results, so neither the folder
+    again = compare("--trials", "1", "--workers", "2")
+    assert "2 simulations, 2 cached, 0 to run" in again.stderr
+    assert again.stdout == first.stdout
+    assert list((tmp_path / "out").iterdir()) == [kept]
+    compare("--trials", "2", "--workers", "1")
+    assert len(list((tmp_path / "out").iterdir())) == 2
+    mine = compare("--trials", "1", "--workers", "1", "--out", "mine")
+    assert (tmp_path / "mine" / "tables.md").read_text() == mine.stdout
+    assert "results in mine/ (tables.md, results.json)" in mine.stderr

@@ -86,7 +86,7 @@ def test_compare_markdown_tables_are_well_formed(tmp_path, shared_traces):
                            "--cluster", "mira", "--percent", "10", "--trials", "1",
                            "--run", "easy", "--run", "wcjs ckpt=jit", "--workers", "1",
                            "--markdown", str(md)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     text = md.read_text()
     assert len(tables(text)) >= 2, text
