@@ -23,6 +23,8 @@ LAYERS = {
     "cli": 4, "__main__": 4, "milp.cli": 4, "report.cli": 4, "sweep.cli": 4,
     "commands": 4, "simulate_cli": 4, "workload_cli": 4, "describe_cli": 4,
     "slurm.importers.cli": 4,
+    # Measures simulations against real runs, as compare does: above sim.
+    "slurm.fidelity": 3,
 }
 
 

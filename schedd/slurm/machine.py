@@ -146,11 +146,11 @@ class SlurmSetup:
                 and self.conf.priority.weight_qos:
             self.conf_warning("PriorityWeightQOS without a QOS list (--slurm-qos): the QOS "
                               "factor is 0")
-        return said
         if self.assocs is None and self.conf.priority.multifactor \
                 and self.conf.priority.weight_fairshare:
             self.conf_warning("multifactor fair-share without an associations file "
                               "(--slurm-assoc): every account and user gets 1 share")
+        return said
 
     def conf_warning(self, text: str) -> None:
         self.conf = replace(self.conf, warnings=self.conf.warnings + (text,))
