@@ -163,10 +163,10 @@ def _error(tmp_path: Path, *lines: str, lenient: bool = False) -> str:
 
 @pytest.mark.parametrize("bad, why", [
     (GOOD.replace("2026-11-28T14:00:01", "2026-13-01T00:00:00"),
-     "expected a time in column Start (YYYY-MM-DDTHH:MM:SS, Unknown or None), found "
-     "'2026-13-01T00:00:00'"),
+     "expected a time in column Start (YYYY-MM-DDTHH:MM:SS, Unix seconds, Unknown or "
+     "None), found '2026-13-01T00:00:00'"),
     (GOOD.replace("2026-11-28T14:00:00", "Unknown"),
-     "expected a time in column Submit (YYYY-MM-DDTHH:MM:SS), found 'Unknown'"),
+     "expected a time in column Submit (YYYY-MM-DDTHH:MM:SS or Unix seconds), found 'Unknown'"),
     (GOOD.replace("00:01:00", "1:xx"),
      "expected a time limit D-HH:MM:SS, HH:MM:SS, MM:SS, minutes, UNLIMITED or "
      "Partition_Limit in column Timelimit, found '1:xx'"),
@@ -204,6 +204,20 @@ def test_parsable_with_trailing_bar_and_crlf(tmp_path):
     path = tmp_path / "sacct.txt"
     path.write_bytes((HEADER + "|\r\n" + GOOD + "|\r\n").encode())
     assert sorted(rows(import_log("slurm", str(path)).trace)) == [5]
+
+
+def test_unix_seconds_as_sacct_writes_them_under_slurm_time_format(tmp_path):
+    """SLURM_TIME_FORMAT=%s: times are Unix seconds, the same instants as the ISO ones
+    read in UTC."""
+    iso = tmp_path / "iso.txt"
+    iso.write_text(HEADER + "\n" + GOOD + "\n")
+    unix = tmp_path / "unix.txt"
+    unix.write_text(HEADER + "\n5|1795874400|1795874401|1795874411|00:01:00|1\n")
+    a = import_log("slurm", str(iso)).trace
+    b = import_log("slurm", str(unix)).trace
+    assert a.header.unix_start_time == b.header.unix_start_time == 1795874400
+    for name in ("submit", "wait", "runtime"):
+        assert list(a.columns[name]) == list(b.columns[name])
 
 
 def test_a_log_with_no_finished_job_is_one_sentence(tmp_path):

@@ -207,11 +207,13 @@ class _Rows:
         text = got[1].strip()
         if text in _NOT_A_TIME and not required:
             return None
+        if text.isdigit():
+            return float(text)  # SLURM_TIME_FORMAT=%s: Unix seconds, no zone to apply
         try:
             return fields.iso_time(text, self.tz)
         except FieldError:
-            accepted = "YYYY-MM-DDTHH:MM:SS" if required else \
-                "YYYY-MM-DDTHH:MM:SS, Unknown or None"
+            accepted = "YYYY-MM-DDTHH:MM:SS or Unix seconds" if required else \
+                "YYYY-MM-DDTHH:MM:SS, Unix seconds, Unknown or None"
             raise _BadField(f"expected a time in column {name} ({accepted}), found "
                             f"{show(text)}") from None
 
