@@ -270,3 +270,24 @@ def test_qos_priorities_order_the_queue(tmp_path: Path) -> None:
     while engine.step():
         pass
     assert starts(engine) == {1: 0.0, 3: 100.0, 2: 150.0}
+
+
+def test_a_job_given_whole_nodes_it_did_not_ask_for_holds_them_whole(tmp_path: Path) -> None:
+    """Without a SubmitLine, sacct shows `-N 3 --exclusive` as ReqCPUS 3, NCPUS 12: the
+    job held 3 whole nodes of 4 CPUs, not 3 CPUs. A per-core job (`-n 6`, ReqNodes 1)
+    keeps its 6 CPUs."""
+    from schedd.slurm.importers import import_log
+    from schedd.slurm.jobs import table_from_trace
+    from schedd.traces import normalize
+
+    setup = machine(tmp_path, "")
+    log = tmp_path / "sacct.txt"
+    log.write_text(
+        "JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|ReqNodes|ReqCPUS\n"
+        "1|2026-11-28T14:00:00|2026-11-28T14:00:01|2026-11-28T14:00:11|00:01:00|3|12|3|3\n"
+        "2|2026-11-28T14:00:00|2026-11-28T14:00:01|2026-11-28T14:00:11|00:01:00|2|6|1|6\n")
+    trace = normalize(import_log("slurm", str(log)).trace, procs_per_node=1,
+                      max_nodes=10**9)
+    jobs = table_from_trace(trace.columns, trace.header, setup.conf).jobs
+    assert (jobs[1].cpus, jobs[1].min_nodes, jobs[1].exclusive) == (12, 3, True)
+    assert (jobs[2].cpus, jobs[2].exclusive) == (6, False)

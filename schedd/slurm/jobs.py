@@ -141,9 +141,12 @@ def table_from_trace(columns: dict[str, np.ndarray], header: object,
         nodes = int(req_nodes[i]) if req_nodes[i] > 0 else 0
         if exclusive[i] >= 0:
             excl = exclusive[i] == 1
-        else:  # unknown: a job whose CPUs fill its nodes exactly is taken as whole-node
+        else:
+            # Unknown (no SubmitLine, or --exclusive in the script): a job that asked for
+            # its nodes' every CPU, or was given every CPU of the nodes it asked for when
+            # it asked for fewer (`-N 3 --exclusive`: ReqCPUS 3, NCPUS 12), held them whole.
             per = conf.node_cpus_min(part)
-            excl = nodes > 0 and cpus == nodes * per
+            excl = nodes > 0 and (cpus == nodes * per or int(procs[i]) == nodes * per)
         # A per-core job's node count is where it landed, not what it asked for.
         size, lo, hi, whole = job_size(conf, part, cpus, nodes if excl else 0, excl)
         part_rec = conf.partitions[part]
