@@ -497,9 +497,10 @@ def dump(cluster: Cluster, ids: dict[int, str], out: Path, started: float) -> No
         ends = [line.split("|")[9] for line in lines if line.strip()]
         return len(ends) >= len(ids) and all(e not in ("", "Unknown") for e in ends)
 
-    wait_for(complete, 60, "every job's end in the accounting database")
-    text = sacct()
-    (out / "sacct.txt").write_text(text)
+    try:
+        wait_for(complete, 60, "every job's end in the accounting database")
+    finally:
+        (out / "sacct.txt").write_text(sacct())
     (out / "assoc.txt").write_text(cluster.cmd(
         "sacctmgr", "--parsable2", "show", "associations", f"cluster={cluster.name}",
         "format=Cluster,Account,User,Partition,Share,ParentName,QOS"))
@@ -557,7 +558,13 @@ def reference_run(workload: Path, template: Path, accounts: Path | None, out: Pa
         }, indent=1) + "\n")
         if not multifactor:
             (partial / "sprio.tsv").unlink(missing_ok=True)
-    except BaseException:
+    except BaseException as e:
+        if any(partial.iterdir()):  # what was gathered is kept, to see what went wrong
+            failed = out.with_name(out.name + ".failed")
+            shutil.rmtree(failed, ignore_errors=True)
+            partial.rename(failed)
+            if isinstance(e, HarnessError):
+                raise HarnessError(f"{e} (what the run gathered: {failed})") from None
         shutil.rmtree(partial, ignore_errors=True)
         raise
     finally:
