@@ -98,6 +98,28 @@ def test_backfill_starts_what_does_not_delay_the_reservation(tmp_path: Path) -> 
     assert policy.started_by[3] == "backfill"
 
 
+def test_nodes_held_by_a_completing_job_count_as_ending_for_backfill(
+        tmp_path: Path) -> None:
+    # 3 nodes; job 1 holds n3 until t=1000; job 2 ends on one node at 10 and its epilog
+    # holds that node until 12 (epilog=2). Job 3 (2 nodes) waits for it. Job 4 (1 node,
+    # limit 600 s) arrives at 11, with one node idle. cons_common's will-run test counts
+    # the completing job 2 as ending at _guess_job_end (its end + KillWait 30 s), so job
+    # 3 is expected at 40 on that node and the idle one, and job 4 would delay it: not
+    # backfilled. Job 3 starts when the epilog completes, at 12. (Counting only running
+    # jobs, job 3 would be expected at 1000 and job 4 backfilled onto its node.)
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=1\n", "NodeName=n[1-3] CPUs=4\n"
+                              "PartitionName=batch Nodes=ALL Default=YES\n")
+    jobs = [job(setup, 1, 0, 1000, nodes=1, limit=1200),
+            job(setup, 2, 0, 10, nodes=1, limit=60),
+            job(setup, 3, 5, 50, nodes=2, limit=120),
+            job(setup, 4, 11, 300, nodes=1, limit=600)]
+    engine, policy = run(setup, jobs, epilog=2.0)
+    got = starts(engine)
+    assert got[3] == 12.0, got
+    assert got[4] >= 62.0
+
+
 def test_backfill_cycles_keep_their_interval(tmp_path: Path) -> None:
     # The first change opens a cycle at once; while jobs wait, cycles follow every
     # bf_interval seconds: a job that can only backfill starts at the next cycle.

@@ -696,25 +696,33 @@ class SlurmPolicy(Policy):
                     and now - p.eligible < sched.bf_min_age_reserve)
 
     def _running_view(self, now: float) -> list[Running]:
-        """Running jobs in order of expected end (the will-run test's order)."""
+        """Running jobs in order of expected end (the will-run test's order), and jobs
+        that ended but hold their nodes until their epilog completes: cons_common's
+        `_will_run_test` releases those "cleaning" jobs too, at `_guess_job_end` of
+        their real end. Without them a job waiting for their nodes could get no
+        expected start, and backfill would start others on the nodes it waits for."""
         out = [self._running_of(run, now) for run in self.running.values()]
+        out += [self._running_of(run, now, released - self.epilog)
+                for released, run in self.releasing]
         out.sort(key=_by_end)
         return out
 
-    def _running_of(self, run: _Run, now: float) -> Running:
+    def _running_of(self, run: _Run, now: float, ended: float | None = None) -> Running:
         conf = self.conf
         assert conf is not None
+        # A completing job's end_time is its real end (`ended`), else start + limit.
+        end = run.end if ended is None else ended
         over = conf.partitions[run.sj.partition].over_time_limit
         over = conf.over_time_limit if over is None else over
         if over == 0:
-            guess = run.end + conf.kill_wait
+            guess = end + conf.kill_wait
         elif over == math.inf:
             guess = now + run.sj.time_limit if run.sj.time_limit != math.inf else now + YEAR
         else:
-            guess = run.end + conf.kill_wait + over * 60
+            guess = end + conf.kill_wait + over * 60
         if guess <= now:
             guess = now + 1
-        return Running(run.end, run.at, guess)
+        return Running(end, run.at, guess)
 
     # -- when to be called again --------------------------------------------------------
     def _wake(self, now: float, decisions: list[Decision]) -> None:
