@@ -193,10 +193,12 @@ def between_runs(a: Path, b: Path) -> list[Paired]:
 
 
 def runs_of(root: Path) -> dict[str, list[Path]]:
-    """workload -> its run directories (each with a sacct.txt), sorted."""
+    """workload -> its run directories (each with a sacct.txt), sorted; a run still
+    going (RUN.partial) or failed (RUN.failed) is not one."""
     out: dict[str, list[Path]] = {}
     for workload in sorted(p for p in root.iterdir() if p.is_dir()):
-        runs = sorted(r for r in workload.iterdir() if (r / "sacct.txt").exists())
+        runs = sorted(r for r in workload.iterdir()
+                      if (r / "sacct.txt").exists() and "." not in r.name)
         if runs:
             out[workload.name] = runs
     return out
