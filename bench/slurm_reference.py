@@ -484,23 +484,33 @@ def snapshot_sprio(cluster: Cluster, out) -> None:
             out.write("\t".join([str(now)] + cells) + "\n")
 
 
-def dump(cluster: Cluster, ids: dict[int, str], out: Path, started: float) -> None:
-    """sacct (once the database holds every job's end), associations, sshare, jobmap."""
+def dump(cluster: Cluster, ids: dict[int, str], out: Path, started: float) -> list[int]:
+    """sacct (once the database holds every job's end), associations, sshare, jobmap;
+    returns the workload jobs the database never got. Slurm records a job there when
+    it becomes eligible: one cancelled while it waited on a dependency never is."""
     start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started - 60))
 
     def sacct() -> str:
         return cluster.cmd("sacct", "--parsable2", "-a", "-X", f"--clusters={cluster.name}",
                            "-S", start, "-E", "now", "-o", SACCT_FIELDS)
 
+    seen: list[int] = []  # rows in the database at each poll
+
     def complete() -> bool:
-        lines = sacct().splitlines()[1:]
-        ends = [line.split("|")[9] for line in lines if line.strip()]
-        return len(ends) >= len(ids) and all(e not in ("", "Unknown") for e in ends)
+        lines = [line for line in sacct().splitlines()[1:] if line.strip()]
+        seen.append(len(lines))
+        if not all(line.split("|")[9] not in ("", "Unknown") for line in lines):
+            return False
+        # every job, or no new one for 10 s (20 polls) once every row has its end
+        return len(lines) >= len(ids) or (len(seen) > 20 and seen[-21] == len(lines))
 
     try:
-        wait_for(complete, 60, "every job's end in the accounting database")
+        wait_for(complete, 90, "every job's end in the accounting database")
     finally:
-        (out / "sacct.txt").write_text(sacct())
+        text = sacct()
+        (out / "sacct.txt").write_text(text)
+    names = {line.split("|")[1] for line in text.splitlines()[1:] if line.strip()}
+    missing = [number for number in sorted(ids) if f"w{number}" not in names]
     (out / "assoc.txt").write_text(cluster.cmd(
         "sacctmgr", "--parsable2", "show", "associations", f"cluster={cluster.name}",
         "format=Cluster,Account,User,Partition,Share,ParentName,QOS"))
@@ -510,6 +520,7 @@ def dump(cluster: Cluster, ids: dict[int, str], out: Path, started: float) -> No
         f.write("job\tslurm_id\n")
         for number in sorted(ids):
             f.write(f"{number}\t{ids[number]}\n")
+    return missing
 
 
 def reference_run(workload: Path, template: Path, accounts: Path | None, out: Path,
@@ -545,7 +556,7 @@ def reference_run(workload: Path, template: Path, accounts: Path | None, out: Pa
         log(f"  Slurm cluster {cluster.name} up in {root} ({len(cluster.node_names)} nodes)")
         multifactor = "priority/multifactor" in (root / "slurm.conf").read_text()
         ids = drive(cluster, jobs, partial, multifactor, log)
-        dump(cluster, ids, partial, started)
+        missing = dump(cluster, ids, partial, started)
         shutil.copy(root / "slurm.conf", partial / "slurm.conf")
         versions = cluster.cmd("sinfo", "-V").strip()
         (partial / "run.json").write_text(json.dumps({
@@ -555,6 +566,8 @@ def reference_run(workload: Path, template: Path, accounts: Path | None, out: Pa
             "workload": workload.name, "template": template.name,
             "accounts": accounts.name if accounts else None,
             "load_average": os.getloadavg(),
+            # cancelled before they became eligible: Slurm's accounting never had them
+            "not_in_accounting": missing,
         }, indent=1) + "\n")
         if not multifactor:
             (partial / "sprio.tsv").unlink(missing_ok=True)
