@@ -313,3 +313,32 @@ def test_a_job_given_whole_nodes_it_did_not_ask_for_holds_them_whole(tmp_path: P
     jobs = table_from_trace(trace.columns, trace.header, setup.conf).jobs
     assert (jobs[1].cpus, jobs[1].min_nodes, jobs[1].exclusive) == (12, 3, True)
     assert (jobs[2].cpus, jobs[2].exclusive) == (6, False)
+
+
+def test_the_backfill_agents_catch_up_always_moves_forward(tmp_path: Path) -> None:
+    """Fractional instants (an `epilog` of 0.7 s) put the agent's next cycle a rounding
+    error before `now`; catching up once spun there for ever (a whole simulation hung).
+    An alarm turns a hang into a failure."""
+    import signal
+
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=2\n")
+    policy = SlurmPolicy(SlurmOptions(epilog=0.7), setup.cluster)
+    policy.configure(setup.conf, setup.assocs, {})
+    policy.bf_last = policy.bf_update = 10.3
+    policy.bf_estimates = True
+    policy.bf_changed = False
+    now = 10.3 + 2 + 5e-10  # the next cycle, 10.3 + 2, lies 5e-10 s before it
+
+    def hung(*_: object) -> None:
+        raise AssertionError("catching up did not return")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(5)
+    try:
+        policy._catch_up_backfill(now)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    nxt = policy._bf_next()
+    assert nxt is None or nxt >= now - 1e-9

@@ -54,6 +54,9 @@ from .select import Nodes, Placement, Request, Running
 YEAR = 365 * 86400.0
 
 
+_EPS = 1e-9  # s: instants closer than this are one
+
+
 def _by_end(run: Running) -> float:
     return run.end
 
@@ -636,13 +639,15 @@ class SlurmPolicy(Policy):
         interval = self.sched.bf_interval
         while True:
             nxt = self._bf_next()
-            if nxt is None or nxt >= now:
+            if nxt is None or nxt >= now - _EPS:
                 return
             if self.bf_changed:
                 return  # a cycle with news before now would have been computed
             if self.bf_estimates:
-                # It sets the same estimates again (an update): one per interval.
-                steps = math.floor((now - 1e-9 - nxt) / interval)
+                # It sets the same estimates again (an update): one per interval. At
+                # least one step, whatever rounding does to fractional times (an
+                # `epilog` of 0.7 s): each turn moves the agent's clock forward.
+                steps = max(0, math.floor((now - _EPS - nxt) / interval))
                 self.bf_last = nxt + steps * interval
                 self.bf_update = self.bf_last
             else:
