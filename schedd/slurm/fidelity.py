@@ -212,3 +212,10 @@ def mean_between(runs: list[Path]) -> Agreement | None:
             pairs += between_runs(runs[i], runs[j])
     return agreement(pairs) if pairs else None
 
+
+
+def each_pair(runs: list[Path]) -> list[Agreement]:
+    """Slurm against itself, pair by pair of real runs: how far its agreement with
+    itself spreads from one pairing to another."""
+    return [agreement(between_runs(runs[i], runs[j]))
+            for i in range(len(runs)) for j in range(i + 1, len(runs))]
