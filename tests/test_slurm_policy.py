@@ -39,6 +39,9 @@ def job(setup: SlurmSetup, jid: int, submit: float, runtime: float, nodes: int =
 def run(setup: SlurmSetup, jobs: list[tuple[JobSpec, SlurmJob]],
         cancels: tuple[tuple[int, float], ...] = (), **options: float
         ) -> tuple[Engine, SlurmPolicy]:
+    # The controller up for 10 minutes before time 0 (its threads' phases unchanged:
+    # 600 s is a multiple of every interval here), unless a test says otherwise.
+    options.setdefault("boot", 600.0)
     policy = SlurmPolicy(SlurmOptions(**options), setup.cluster)
     policy.configure(setup.conf, setup.assocs, {spec.id: sj for spec, sj in jobs})
     engine = Engine(setup.cluster, policy,
@@ -64,6 +67,21 @@ def test_without_backfill_a_submission_waits_for_the_background_pass(tmp_path: P
     engine, policy = run(setup, jobs)
     assert starts(engine) == {1: 0.0, 2: 3.0, 3: 3.0}
     assert set(policy.started_by.values()) == {"main"}
+
+
+def test_at_the_controllers_start_backfill_may_start_the_first_job(tmp_path: Path) -> None:
+    # slurmctld's background thread starts with its last pass at its own start (time 0
+    # with boot=0): a job submitted then waits batch_sched_delay (3 s) for the main
+    # scheduler, and the backfill agent's first cycle, at 1 s, starts it first — as in
+    # every reference run, whose first jobs Slurm's backfill started.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\n")
+    engine, policy = run(setup, [job(setup, 1, 0, 50, nodes=1)], boot=0.0, bf_phase=1.0)
+    assert starts(engine) == {1: 1.0}
+    assert policy.started_by[1] == "backfill"
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    engine, policy = run(setup, [job(setup, 1, 0, 50, nodes=1)], boot=0.0)
+    assert starts(engine) == {1: 3.0}
 
 
 def test_a_job_end_runs_the_main_scheduler_at_once(tmp_path: Path) -> None:
@@ -283,7 +301,7 @@ def test_qos_priorities_order_the_queue(tmp_path: Path) -> None:
     jobs = [job(setup, 1, 0, 100, nodes=4), job(setup, 2, 1, 50, nodes=4),
             job(setup, 3, 2, 50, nodes=4)]
     jobs[2] = (jobs[2][0], replace(jobs[2][1], qos="high"))
-    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
+    policy = SlurmPolicy(SlurmOptions(boot=600.0), setup.cluster)  # up 10 min before 0
     setup.bind(policy, None)
     policy.table = {spec.id: sj for spec, sj in jobs}
     engine = Engine(setup.cluster, policy,

@@ -33,9 +33,10 @@ def test_a_daemon_schedules_as_its_slurm_conf_says(tmp_path: Path) -> None:
                               timeout=TIMEOUT).job_id for n, r in ((8, 50), (4, 20), (4, 30))]
         stub.AdvanceClock(pb.AdvanceClockRequest(until_idle=True), timeout=TIMEOUT)
         jobs = [stub.GetJob(pb.GetJobRequest(job_id=i), timeout=TIMEOUT) for i in ids]
-        # Slurm's background pass starts the first at once; the others wait for its end,
-        # when the epilog's main-scheduler pass starts both.
-        assert [j.first_start for j in jobs] == [0.0, 50.0, 50.0]
+        # The daemon is a controller started at time 0: its background thread's first
+        # pass comes batch_sched_delay (3 s) later and starts the first; the others wait
+        # for its end, when the epilog's main-scheduler pass starts both.
+        assert [j.first_start for j in jobs] == [3.0, 53.0, 53.0]
         assert all(j.state == pb.JOB_STATE_COMPLETED for j in jobs)
     finally:
         daemon.kill()

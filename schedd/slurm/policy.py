@@ -230,7 +230,11 @@ class SlurmPolicy(Policy):
         phase = -float(self.options.boot)
         # Background thread: pass requests, its last pass, its last full pass.
         self.sched_requests = 0
-        self.last_sched = -math.inf
+        # It starts with its last pass at its own start (`boot` s before time 0): with
+        # boot 0, a job submitted at time 0 waits batch_sched_delay for the main
+        # scheduler, and backfill's first cycle may start it first (as in the reference
+        # runs, whose first jobs Slurm's backfill started).
+        self.last_sched = phase
         interval = conf.sched.sched_interval
         self.last_full = (phase - interval * math.ceil(phase / interval)
                           if interval > 0 else -math.inf)  # the last full pass <= 0
