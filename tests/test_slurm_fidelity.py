@@ -7,11 +7,11 @@ wait and the total wait within 3%; multifactor: 60% and 5% — are what a quiet 
 gave between two real runs of such a workload. Where the committed runs agree with each
 other less than that, their agreement is the bar: no emulation can be held closer to one
 run than the runs are to each other. Which two runs are paired matters: the committed
-runs of one workload agree pairwise on 26% to 38% of jobs (docs/slurm.md), so the bar
+runs of one workload agree pairwise on 22% to 51% of jobs (docs/slurm.md), so the bar
 is the least-agreeing pair, less SLACK_WITHIN2 — schedd's pooled agreement is to lie
-within the spread of Slurm's agreement with itself. The total wait is held to Slurm's
-pooled self-agreement plus SLACK_TOTAL. docs/slurm.md has the table
-(bench/slurm_fidelity.py).
+within the spread of Slurm's agreement with itself — and the total wait is held to the
+widest gap between the total waits of two of its runs, plus SLACK_TOTAL. docs/slurm.md
+has the table (bench/slurm_fidelity.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from schedd.slurm.fidelity import agreement, each_pair, mean_between, runs_of, s
 RUNS = Path(__file__).resolve().parent.parent / "bench" / "slurm_reference" / "runs"
 GOALS = {"basic": (0.70, 0.03), "multifactor": (0.60, 0.05)}
 # Slack on the bar set by Slurm's own agreement: every pairing of runs is a sample of
-# Slurm's noise; 117-job pairings differ from each other by 5-12 points (docs/slurm.md).
+# Slurm's noise; the committed pairings of a workload differ by 6 to 21 points.
 SLACK_WITHIN2 = 0.05
 SLACK_TOTAL = 0.02
 
@@ -46,9 +46,11 @@ def test_as_close_to_slurm_as_slurm_is_to_itself(workload: str) -> None:
     goal_within2, goal_total = GOALS[kind(runs[0])]
     ceiling = mean_between(runs)
     assert ceiling is not None
-    least = min(a.within2 for a in each_pair(runs))
+    pairings = each_pair(runs)
+    least = min(a.within2 for a in pairings)
+    widest = max(abs(a.total_diff) for a in pairings)
     bar_within2 = min(goal_within2, least - SLACK_WITHIN2)
-    bar_total = max(goal_total, abs(ceiling.total_diff) + SLACK_TOTAL)
+    bar_total = max(goal_total, widest + SLACK_TOTAL)
     pairs = []
     for run in runs:
         pairs += simulate_run(run).pairs
@@ -59,7 +61,8 @@ def test_as_close_to_slurm_as_slurm_is_to_itself(workload: str) -> None:
         f"pair of runs)")
     assert abs(sim.total_diff) <= bar_total, (
         f"{workload}: total wait {sim.total_diff:+.1%} against Slurm's (bar "
-        f"{bar_total:.1%}; Slurm against itself {ceiling.total_diff:+.1%})")
+        f"{bar_total:.1%}; Slurm against itself {ceiling.total_diff:+.1%}, "
+        f"{widest:.1%} apart in its widest pair of runs)")
 
 
 def test_every_job_of_a_run_is_accounted_for() -> None:
