@@ -34,7 +34,7 @@ def row(name: str, a: Agreement, seconds: float | None = None) -> str:
     first = a.first_diverging
     where = (f"job {first.job} (submitted at {first.submit:g} s): {first.wait_a:g} s "
              f"vs {first.wait_b:g} s" if first else "none")
-    cpu = f" | {seconds * 1000:.0f} ms" if seconds is not None else " |"
+    cpu = f" | {seconds * 1000:.0f} ms |" if seconds is not None else " | |"
     return (f"| {name} | {a.jobs} | {a.within0:.0%} | {a.within2:.0%} | {a.within10:.0%} | "
             f"{a.total_diff:+.1%} | {where}{cpu}")
 
@@ -54,12 +54,14 @@ def main() -> int:
                      else f"{spread[0]:.0%}")
             print(row(f"**{workload}: Slurm vs Slurm** ({len(runs)} runs; pairs {pairs})",
                       ceiling))
-        easy = []
+        easy, ours = [], []
         for run in runs:
             sim = simulate_run(run)
             print(row(f"{workload}/{run.name}: schedd vs Slurm", agreement(sim.pairs),
                       sim.seconds))
+            ours += sim.pairs
             easy += simulate_run(run, "easy").pairs
+        print(row(f"**{workload}: schedd (all runs) vs Slurm**", agreement(ours)))
         print(row(f"{workload}: EASY (all runs) vs Slurm", agreement(easy)))
     return 0
 
