@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from typing import Any
 
 THRESHOLDS = (50_000, 20, 10)
 ENV = "SCHEDD_GC_THRESHOLDS"
@@ -123,16 +124,9 @@ def keep_freed_memory() -> bool:
     the run freed rather than growing an arena of its own (a million jobs: 837 MiB at
     the peak, against 953 MiB with an arena per thread). False (nothing changed)
     elsewhere or if glibc refuses."""
-    if not sys.platform.startswith("linux"):
+    mallopt = _mallopt()
+    if mallopt is None:
         return False
-    import ctypes  # NumPy has loaded it already
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
     # The mmap threshold first: setting either fixes both (glibc stops adjusting them).
     return (bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_MOST))
             and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)) and bool(mallopt(_M_ARENA_MAX, 1)))
@@ -144,14 +138,20 @@ def return_freed_memory() -> bool:
     or more is a mapping of its own, returned to the kernel when freed, not heap space
     fragmented between long-lived objects. Fixing it fixes the trim threshold too (at its
     default, 128 KiB). False (nothing changed) elsewhere or if glibc refuses."""
+    mallopt = _mallopt()
+    return mallopt is not None and bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_DEFAULT))
+
+
+def _mallopt() -> Any:
+    """glibc's mallopt(param, value), or None off Linux or where the C library has none."""
     if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
+        return None
+    import ctypes  # NumPy has loaded it already
 
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        return False
+        return None
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_DEFAULT))
+    return mallopt

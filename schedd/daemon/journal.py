@@ -287,9 +287,9 @@ class Journal:
             self._write_acked(self._next_seq - 1)
             self._wal = WalCheckpointer(self.path)
 
-    def _abandon(self) -> None:
-        """Undo a start that failed: close, remove what this process made of a new
-        journal (a refused or failed start leaves nothing behind), drop the lock."""
+    def _close_files(self) -> None:
+        """Close the WAL checkpointer first (the writer, closing last, checkpoints), then
+        the database and the `-acked` mark."""
         if self._wal is not None:
             self._wal.close()
             self._wal = None
@@ -299,6 +299,11 @@ class Journal:
         if self._acked_fd is not None:
             os.close(self._acked_fd)
             self._acked_fd = None
+
+    def _abandon(self) -> None:
+        """Undo a start that failed: close, remove what this process made of a new
+        journal (a refused or failed start leaves nothing behind), drop the lock."""
+        self._close_files()
         for name in self._made:
             with contextlib.suppress(OSError):
                 os.unlink(name)
@@ -677,15 +682,7 @@ class Journal:
         """`remove_lock`: also remove the lock file if this process made it (a failed
         start)."""
         def close_db() -> None:
-            if self._wal is not None:  # first: the writer, closing last, checkpoints
-                self._wal.close()
-                self._wal = None
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-            if self._acked_fd is not None:
-                os.close(self._acked_fd)
-                self._acked_fd = None
+            self._close_files()
             if self._lock is not None:  # last: the files are closed
                 self._lock.release(remove=remove_lock, path=self.path)
                 self._lock = None
