@@ -138,3 +138,40 @@ def wait_until(what: str, check: Callable[[], Any], timeout: float = 20.0) -> An
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def noticed_job_ids(d: DaemonProc, token: str) -> list[int]:
+    """Job ids of the daemon's `notice` events so far, as the holder of `token` sees
+    them (the stream is read until its 1-s deadline)."""
+    call = d.stub().WatchEvents(pb.WatchEventsRequest(from_seq=1, kinds=["notice"]),
+                                timeout=1.0,
+                                metadata=(("authorization", f"Bearer {token}"),))
+    seen: list[int] = []
+    try:
+        for e in call:
+            seen.append(e.job_id)
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED, err
+    return seen
+
+
+def metric_value(d: DaemonProc, name: str, **labels: str) -> float:
+    """One sample of the daemon's /metrics (labels exactly as given)."""
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics",
+                                  timeout=5).read().decode()
+    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{{want}}} ") or (not labels and line.startswith(name + " ")):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name}{labels} not exported")
+
+
+def rss_kb(pid: int) -> int:
+    """A process's resident set, KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")

@@ -15,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from daemon_proc import DaemonProc
+from daemon_proc import DaemonProc, rss_kb
 
 from schedd.v1 import scheduler_pb2 as pb
 
@@ -23,14 +23,6 @@ JOBS = 12_000
 SMALL = {"SCHEDD_EVENT_RING": "4000", "SCHEDD_REQUESTS_IN_MEMORY": "500",
          "SCHEDD_RECORD_IN_MEMORY": "500", "SCHEDD_RESULTS_IN_MEMORY": "500",
          "SCHEDD_SNAPSHOT_EVERY": "300"}
-
-
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def test_rss_levels_off_under_a_long_accelerated_replay(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 import pytest
-from daemon_proc import DaemonProc, wait_until
+from daemon_proc import DaemonProc, rss_kb, wait_until
 
 from schedd.daemon.eventlog import EventLog, Lagged, TooManyStreams, event_bytes
 from schedd.v1 import scheduler_pb2 as pb
@@ -22,14 +22,6 @@ from schedd.v1 import scheduler_pb2_grpc as pb_grpc
 
 WATCHERS = 50
 BACKLOG = 64 * 1024
-
-
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def lublin(path: Path, jobs: int, seed: int) -> Path:

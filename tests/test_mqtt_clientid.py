@@ -21,12 +21,10 @@ import uuid
 from pathlib import Path
 
 import aiomqtt
-import grpc
-from daemon_proc import DaemonProc, wait_until
+from daemon_proc import DaemonProc, noticed_job_ids, wait_until
 from mqtt_broker import DEPLOY, PASSWORDS, BrokerProcess
 
 from schedd.daemon.mqtt import default_client_id
-from schedd.v1 import scheduler_pb2 as pb
 
 WAIT = 20.0  # seconds: a deadline to fail by, not a timing that is asserted
 TOKENS = "op-token operator admin\nalice-token user alice\nbob-token user bob\n"
@@ -39,19 +37,6 @@ def _serve(broker: BrokerProcess, name: str, db: Path, tokens: Path) -> DaemonPr
                    "--mqtt-password-file", str(DEPLOY / "schedd.mqtt-password"))
     wait_until("the daemon's MQTT subscription", lambda: "mqtt connected" in d.log())
     return d
-
-
-def _noticed(d: DaemonProc, token: str) -> list[int]:
-    call = d.stub().WatchEvents(pb.WatchEventsRequest(from_seq=1, kinds=["notice"]),
-                                timeout=1.0,
-                                metadata=(("authorization", f"Bearer {token}"),))
-    seen: list[int] = []
-    try:
-        for e in call:
-            seen.append(e.job_id)
-    except grpc.RpcError as err:
-        assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED, err
-    return seen
 
 
 async def _take_over(broker: BrokerProcess, user: str, client_ids: list[str]) -> None:
@@ -87,7 +72,7 @@ def test_another_login_cannot_take_the_daemons_session(secured_broker: BrokerPro
         asyncio.run(_publish(secured_broker, "bob", f"schedd/{name}/cmd/bob/notice",
                              {"job_id": 30, "expected_arrival": 900, "nodes": 2,
                               "walltime": 600, "request_id": "bob-30"}))
-        wait_until("bob's notice", lambda: 30 in _noticed(d, "bob-token"), WAIT)
+        wait_until("bob's notice", lambda: 30 in noticed_job_ids(d, "bob-token"), WAIT)
         assert d.log().count("mqtt connected") == 1, d.log()
         assert "mqtt disconnected" not in d.log()
     finally:
@@ -102,6 +87,6 @@ def test_another_login_cannot_take_the_daemons_session(secured_broker: BrokerPro
     d = _serve(secured_broker, name, db, tokens)
     try:
         wait_until("the notice queued while the daemon was down",
-                   lambda: 31 in _noticed(d, "bob-token"), WAIT)
+                   lambda: 31 in noticed_job_ids(d, "bob-token"), WAIT)
     finally:
         assert d.stop() == 0, d.log()

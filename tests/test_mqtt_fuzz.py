@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import queue
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import paho.mqtt.client as paho
 import pytest
-from daemon_proc import DaemonProc, wait_until
+from daemon_proc import DaemonProc, metric_value, wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mqtt_broker import DEPLOY, PASSWORDS, BrokerProcess
@@ -191,16 +190,6 @@ def stand(secured_broker: BrokerProcess, tmp_path: Path) -> Iterator[tuple[Daemo
             alice.close()
 
 
-def _metric(d: DaemonProc, name: str, **labels: str) -> float:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics",
-                                  timeout=5).read().decode()
-    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith(f"{name}{{{want}}} ") or (not labels and line.startswith(name + " ")):
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"{name}{labels} not exported")
-
-
 def test_after_any_payload_a_valid_notice_gets_through(
         stand: tuple[DaemonProc, Alice]) -> None:
     d, alice = stand
@@ -217,9 +206,9 @@ def test_after_any_payload_a_valid_notice_gets_through(
 
     one_payload_then_a_valid_notice()
     # The daemon never lost its connection, and had a sentence for every bad payload.
-    assert _metric(d, "schedd_mqtt_connected") == 1
+    assert metric_value(d, "schedd_mqtt_connected") == 1
     assert d.log().count("mqtt connected") == 1, d.log()[-5000:]
     assert "mqtt disconnected" not in d.log()
-    assert _metric(d, "schedd_mqtt_rejected_total", reason="malformed") > 0
+    assert metric_value(d, "schedd_mqtt_rejected_total", reason="malformed") > 0
     internal = [line for line in d.log().splitlines() if "handling failed" in line]
-    assert _metric(d, "schedd_mqtt_rejected_total", reason="internal") == 0, internal[:3]
+    assert metric_value(d, "schedd_mqtt_rejected_total", reason="internal") == 0, internal[:3]

@@ -18,22 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
-import grpc
 import pytest
 import structlog
-from daemon_proc import DaemonProc, wait_until
+from daemon_proc import DaemonProc, metric_value, noticed_job_ids, wait_until
 from mqtt_broker import DEPLOY, PASSWORDS, BrokerProcess
 from test_mqtt_bus import make_bus, receive, sample, start, stop, uid
 
 from schedd.daemon.auth import Principal
 from schedd.daemon.notice_payload import PayloadError, decode_notice
-from schedd.v1 import scheduler_pb2 as pb
 
 HUGE_INTEGER = b'{"job_id":' + b"7" * 5000 + b',"expected_arrival":900,"nodes":2,' \
     b'"walltime":600}'
@@ -122,16 +119,6 @@ def test_the_bus_contains_each_failure_to_its_message(mqtt_broker: tuple[str, in
 
 # --------------------------------------------------------------------------- the daemon
 
-def _metric(d: DaemonProc, name: str, **labels: str) -> float:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{d.metrics_port}/metrics",
-                                  timeout=5).read().decode()
-    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith(f"{name}{{{want}}} ") or (not labels and line.startswith(name + " ")):
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"{name}{labels} not exported")
-
-
 def _serve(broker: BrokerProcess, name: str, db: Path, tokens: Path) -> DaemonProc:
     d = DaemonProc("--clock", "lockstep", "--cluster", "nodes:8", "--name", name,
                    "--tokens", str(tokens), "--state-db", str(db),
@@ -148,20 +135,6 @@ async def _publish_as(broker: BrokerProcess, user: str, topic: str,
                               username=user, password=PASSWORDS[user]) as c:
         for payload in payloads:
             await c.publish(topic, payload, qos=1, timeout=WAIT)
-
-
-def _noticed(d: DaemonProc, user_token: str) -> list[int]:
-    """Job ids of the daemon's `notice` events so far."""
-    call = d.stub().WatchEvents(pb.WatchEventsRequest(from_seq=1, kinds=["notice"]),
-                                timeout=1.0,
-                                metadata=(("authorization", f"Bearer {user_token}"),))
-    seen: list[int] = []
-    try:
-        for e in call:
-            seen.append(e.job_id)
-    except grpc.RpcError as err:
-        assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED, err
-    return seen
 
 
 def test_a_poisoned_notice_never_wedges_the_daemon(secured_broker: BrokerProcess,
@@ -192,13 +165,13 @@ def test_a_poisoned_notice_never_wedges_the_daemon(secured_broker: BrokerProcess
     try:
         asyncio.run(first_run())
         wait_until("bob's notice applied after alice's poisons",
-                   lambda: _metric(d, "schedd_notices_total", source="mqtt") >= 1, WAIT)
+                   lambda: metric_value(d, "schedd_notices_total", source="mqtt") >= 1, WAIT)
         assert [r["reason"] for r in rejections] == ["malformed", "malformed"], rejections
         assert all(r["error"].startswith("notice ") and r["error"].endswith(".")
                    for r in rejections)
-        assert _metric(d, "schedd_mqtt_rejected_total", reason="malformed") == 2
-        assert _metric(d, "schedd_mqtt_connected") == 1
-        assert _noticed(d, "bob-token") == [21]
+        assert metric_value(d, "schedd_mqtt_rejected_total", reason="malformed") == 2
+        assert metric_value(d, "schedd_mqtt_connected") == 1
+        assert noticed_job_ids(d, "bob-token") == [21]
         assert d.log().count("mqtt connected") == 1, d.log()
         assert "mqtt disconnected" not in d.log() and "reconnecting" not in d.log()
     finally:
@@ -210,11 +183,11 @@ def test_a_poisoned_notice_never_wedges_the_daemon(secured_broker: BrokerProcess
         asyncio.run(_publish_as(secured_broker, "bob", f"{prefix}/cmd/bob/notice",
                                 [json.dumps(notice(22, request_id="bob-22")).encode()]))
         wait_until("bob's notice after the restart",
-                   lambda: 22 in _noticed(d, "bob-token"), WAIT)
+                   lambda: 22 in noticed_job_ids(d, "bob-token"), WAIT)
         # Notices are handled in order: a poison given again would have come before 22.
-        assert _metric(d, "schedd_mqtt_rejected_total", reason="malformed") == 0
-        assert _metric(d, "schedd_mqtt_rejected_total", reason="internal") == 0
-        assert _metric(d, "schedd_mqtt_connected") == 1
+        assert metric_value(d, "schedd_mqtt_rejected_total", reason="malformed") == 0
+        assert metric_value(d, "schedd_mqtt_rejected_total", reason="internal") == 0
+        assert metric_value(d, "schedd_mqtt_connected") == 1
         assert d.log().count("mqtt connected") == 1, d.log()
     finally:
         assert d.stop() == 0, d.log()
