@@ -237,7 +237,8 @@ class Cluster:
     database: str = ""
     node_names: list[str] = field(default_factory=list)
 
-    def render(self) -> str:
+    def render(self) -> tuple[str, str]:
+        """slurm.conf (the template filled in) and slurmdbd.conf for this run."""
         host = socket.gethostname().split(".")[0]
         self.name = "r" + format(time.time_ns() % 36**6, "x")[-6:]
         nodes = 0
@@ -259,22 +260,22 @@ class Cluster:
             text = text.replace(f"@{key}@", value)
         if "@" in "".join(x.split("#")[0] for x in text.splitlines()):
             raise HarnessError("the template has a placeholder this harness does not know")
-        self._dbd_conf = (
+        dbd_conf = (
             f"AuthType=auth/munge\nAuthInfo=socket={self.root}/munge.sock\n"
             f"DbdHost=localhost\nDbdPort={base + 1}\nSlurmUser=root\n"
             f"StorageType=accounting_storage/mysql\nStorageHost=localhost\n"
             f"StorageUser=root\nStorageLoc={self.database}\n"
             f"PidFile={self.root}/slurmdbd.pid\nLogFile={self.root}/log/slurmdbd.log\n"
             "DebugLevel=info\n")
-        return text
+        return text, dbd_conf
 
     def start(self) -> None:
         for sub in ("state", "log", "spool"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        conf = self.render()
+        conf, dbd_conf = self.render()
         (self.root / "slurm.conf").write_text(conf)
         dbd = self.root / "slurmdbd.conf"
-        dbd.write_text(self._dbd_conf)
+        dbd.write_text(dbd_conf)
         dbd.chmod(0o600)
         self.env = {**os.environ, "SLURM_CONF": str(self.root / "slurm.conf")}
         self.env.pop("SLURM_TIME_FORMAT", None)  # sacct's own format, as a centre has it

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ def _workload_ids(run: Path) -> dict[int, int]:
     return out
 
 
+@lru_cache(maxsize=64)  # every pairing and simulation of a run reads it; never mutated
 def real_waits(run: Path) -> dict[int, tuple[float, float, str]]:
     """workload job -> (submit, wait, who started it) of a real run; wait inf for a job
     that never started."""
