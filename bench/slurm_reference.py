@@ -429,8 +429,8 @@ def drive(cluster: Cluster, jobs: list[WorkloadJob], out: Path,
     with contextlib.ExitStack() as stack:
         sprio = stack.enter_context(open(out / "sprio.tsv", "w")) if multifactor else None
         if sprio:
-            sprio.write("TIME\tJOBID\tAGE_NORM\tFAIRSHARE_NORM\tJOBSIZE_NORM\t"
-                        "PARTITION_NORM\tPRIORITY\n")
+            # sprio's %A %F %J %P: each factor times its PriorityWeight*, as Slurm adds them
+            sprio.write("TIME\tJOBID\tAGE\tFAIRSHARE\tJOBSIZE\tPARTITION\tPRIORITY\n")
         _drive(cluster, jobs, cancels, ids, sprio, log)
     return ids
 

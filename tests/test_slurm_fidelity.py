@@ -71,3 +71,32 @@ def test_every_job_of_a_run_is_accounted_for() -> None:
             sim = simulate_run(run)
             lines = (run / "sacct.txt").read_text().splitlines()[1:]
             assert len(sim.pairs) == len([x for x in lines if x.strip()])
+
+
+def test_decay_phase_read_off_weighted_sprio_snapshots(tmp_path):
+    """sprio's %A is the age factor times PriorityWeightAge: a job eligible at 0 s seen
+    with age 167 of 1000 (PriorityMaxAge 600 s) was last recomputed at 100 s, phase 40 of
+    a 60-s PriorityCalcPeriod."""
+    from schedd.slurm.fidelity import decay_phase
+    from schedd.slurm.importers import import_log
+
+    run = runs_of(RUNS)["multifactor-fs"][0]
+    (tmp_path / "sacct.txt").write_text((run / "sacct.txt").read_text())
+    # Job 1 is the first submitted: eligible at the workload's time 0, Unix time t0.
+    t0 = import_log("slurm", str(run / "sacct.txt")).trace.header.unix_start_time
+    rows = ["TIME\tJOBID\tAGE\tFAIRSHARE\tJOBSIZE\tPARTITION\tPRIORITY"]
+    for tick in (100, 160, 220):
+        age = round(tick / 600 * 1000)
+        rows.append(f"{t0 + tick + 2}\t1\t{age}\t10000\t62\t0\t{10062 + age}")
+    (tmp_path / "sprio.tsv").write_text("\n".join(rows) + "\n")
+    assert decay_phase(tmp_path, 60, 600, 1000) == 40.0
+    assert decay_phase(tmp_path, 60, 600, 0) is None  # no age weight: nothing to read
+
+
+def test_decay_phase_of_the_committed_multifactor_runs():
+    """The committed multifactor runs' decay thread ran 56 s past each minute of the
+    workload's clock (their sprio snapshots: age recomputed at 56, 116, ... s)."""
+    from schedd.slurm.fidelity import decay_phase
+
+    for run in runs_of(RUNS)["multifactor-fs"][:3]:
+        assert decay_phase(run, 60, 600, 1000) == 56.0, run.name

@@ -106,12 +106,14 @@ class Simulated:
     seconds: float  # CPU time of the simulation itself
 
 
-def decay_phase(run: Path, calc_period: float, max_age: float) -> float | None:
+def decay_phase(run: Path, calc_period: float, max_age: float,
+                weight_age: float) -> float | None:
     """When in each PriorityCalcPeriod the run's decay thread recomputed priorities, read
     off its sprio snapshots (sprio.tsv, bench/slurm_reference.py): a pending job's age
-    factor is (that instant - its eligible time) / PriorityMaxAge. None without them."""
+    factor is (that instant - its eligible time) / PriorityMaxAge, and sprio shows it
+    times PriorityWeightAge. None without them."""
     path = run / "sprio.tsv"
-    if not path.exists() or max_age <= 0:
+    if not path.exists() or max_age <= 0 or weight_age <= 0:
         return None
     real = {}
     imported = import_log("slurm", str(run / "sacct.txt"))
@@ -124,13 +126,14 @@ def decay_phase(run: Path, calc_period: float, max_age: float) -> float | None:
         return None
     head = lines[0].split("\t")
     where = {name: k for k, name in enumerate(head)}
-    if not {"JOBID", "AGE_NORM"} <= where.keys():
+    if not {"JOBID", "AGE"} <= where.keys():
         return None
     counts: dict[int, int] = {}
     for line in lines[1:]:
         cells = line.split("\t")
         try:
-            jid, age = int(cells[where["JOBID"]]), float(cells[where["AGE_NORM"]])
+            jid = int(cells[where["JOBID"]])
+            age = float(cells[where["AGE"]]) / weight_age
         except (ValueError, IndexError):
             continue
         if 0 < age < 1 and jid in real:
@@ -156,7 +159,7 @@ def simulate_run(run: Path, policy_name: str = "slurm", **options: str) -> Simul
     if policy_name == "slurm":
         prio = setup.conf.priority
         if prio.multifactor and "decay_phase" not in options:
-            phase = decay_phase(run, prio.calc_period, prio.max_age)
+            phase = decay_phase(run, prio.calc_period, prio.max_age, prio.weight_age)
             if phase is not None:
                 options = {**options, "decay_phase": str(phase)}
         policy: Any = SlurmPolicy(parse_options("slurm", SlurmOptions,
