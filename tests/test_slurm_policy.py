@@ -154,6 +154,27 @@ def test_backfill_cycles_keep_their_interval(tmp_path: Path) -> None:
     assert policy.started_by[3] == policy.started_by[4] == "backfill"
 
 
+def test_an_update_in_a_cycles_own_second_is_work_for_the_next_cycle(tmp_path: Path) -> None:
+    # The backfill agent runs a cycle when bf_interval has passed since its last one and
+    # _more_work finds an update since, comparing whole seconds: last_job_update >=
+    # last_backfill_time; otherwise it polls again a second later. bf_interval=3, the
+    # controller started at 0 (boot=0), the agent's grid at 0, 3, 6...; the main
+    # scheduler held back by batch_sched_delay=50 (it runs only on job ends here).
+    # Job 1, submitted at 0, is started by the cycle at 0; the agent runs again at 3
+    # (that start is news) and finds nothing. Job 1 ends at 6: the cycle at 6 finds
+    # nothing waiting, but the end is an update in its own second, so the agent runs at
+    # 9 too, and the next poll with 3 s since is at 12: job 2, submitted at 10, is
+    # backfilled at 12. (Counting only updates after a cycle, there is no cycle at 9 and
+    # job 2 starts at its own submission, 10.)
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=3,batch_sched_delay=50\n")
+    jobs = [job(setup, 1, 0, 6, nodes=1, limit=120),
+            job(setup, 2, 10, 100, nodes=1, limit=120)]
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=0.0)
+    assert starts(engine) == {1: 0.0, 2: 12.0}
+    assert policy.started_by == {1: "backfill", 2: "backfill"}
+
+
 def test_a_job_past_its_limit_is_killed_at_the_next_time_limit_check(tmp_path: Path) -> None:
     # Checks every 30 s from `boot` seconds before time 0: limit 60 s from 5 -> 65; the
     # checks at 60 and 90 (boot 0) kill it at 90; with boot=10 the checks fall at 50, 80.

@@ -249,6 +249,7 @@ class SlurmPolicy(Policy):
         self.bf_update: float | None = None
         self.bf_changed = False
         self.bf_estimates = False
+        self.last_change = -math.inf  # the latest update (Slurm's last_job_update)
         # Decay thread (multifactor): runs at phase + k x PriorityCalcPeriod.
         self.multifactor = conf.priority.multifactor
         self.decay_f = fairshare.decay_factor(conf.priority.decay_half_life)
@@ -392,6 +393,7 @@ class SlurmPolicy(Policy):
             self.bf_update = now
         self.bf_changed = True
         self.main_dirty = True
+        self.last_change = max(self.last_change, now)
 
     # -- job lifecycle --------------------------------------------------------------
     def _job_ended(self, run: _Run, now: float) -> None:
@@ -694,8 +696,14 @@ class SlurmPolicy(Policy):
             max(sched.bf_resolution, 1), float(sched.bf_window), sched.bf_max_job_test,
             sched.bf_max_job_start, sched.bf_window_scale, float(self.options.epoch), start)
         self.bf_estimates = estimates
+        # _more_work compares whole seconds (last_job_update >= last_backfill_time): an
+        # update in the cycle's own second, even one the cycle has seen, is work for the
+        # next cycle.
         if estimates:
             self.bf_update = now
+        if math.floor(self.last_change) >= math.floor(now):
+            self.bf_update = now if self.bf_update is None else self.bf_update
+            self.bf_changed = True
 
     def _no_reserve(self, p: _Pending, now: float) -> bool:
         sched = self.sched
