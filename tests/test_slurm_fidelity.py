@@ -100,3 +100,85 @@ def test_decay_phase_of_the_committed_multifactor_runs():
 
     for run in runs_of(RUNS)["multifactor-fs"][:3]:
         assert decay_phase(run, 60, 600, 1000) == 56.0, run.name
+
+
+def _sacct_rows(run: Path) -> list[dict[str, str]]:
+    import csv
+    with open(run / "sacct.txt", newline="") as f:
+        return list(csv.DictReader(f, delimiter="|"))
+
+
+def _fair_share_over_real_schedule(run: Path, phase: float) -> list[tuple[float, dict]]:
+    """The decay thread's runs at phase + k x PriorityCalcPeriod over what the real Slurm
+    ran (sacct's starts and ends): each run's Fair Tree factor per (account, user)."""
+    from datetime import datetime
+
+    from schedd.slurm import fairshare
+    from schedd.slurm.assoc import read_associations
+    from schedd.slurm.importers import import_log
+
+    conf = read_slurm_conf(run / "slurm.conf")
+    prio = conf.priority
+    assocs = read_associations(run / "assoc.txt")
+    t0 = import_log("slurm", str(run / "sacct.txt")).trace.header.unix_start_time
+    ran = []
+    for row in _sacct_rows(run):
+        if row["Start"] in ("None", "Unknown", ""):
+            continue
+        start = datetime.fromisoformat(row["Start"]).timestamp() - t0
+        end = datetime.fromisoformat(row["End"]).timestamp() - t0
+        ran.append((start, end, int(row["NCPUS"]), assocs.charged(row["Account"], row["User"])))
+    horizon = max(end for _, end, _, _ in ran) + prio.calc_period
+    factor = fairshare.decay_factor(prio.decay_half_life)
+    ticks = []
+    last, tick = phase - prio.calc_period, phase
+    while tick <= horizon:
+        fairshare.decay(assocs, factor, tick - last)
+        for start, end, cpus, assoc in ran:
+            lo, hi = max(start, last), min(end, tick)
+            # A job that ended between two runs is charged its last part only where
+            # AccountingStorageEnforce has limits (as in the emulation).
+            if hi > lo and (end > tick or conf.enforce_limits):
+                fairshare.charge(assoc, cpus, hi - lo, factor)
+        fairshare.fair_tree(assocs)
+        ticks.append((tick, {(a.account, a.user): a.fs_factor for a in assocs.user_assocs}))
+        last, tick = tick, tick + prio.calc_period
+    return ticks
+
+
+@pytest.mark.skipif("multifactor-fs" not in WORKLOADS, reason="no multifactor runs")
+def test_fair_share_over_slurms_own_schedule_is_what_sprio_showed() -> None:
+    """schedd's decayed usage and Fair Tree ranking, fed the jobs a real Slurm ran, give
+    the fair-share factor Slurm's sprio showed for every pending job at every snapshot
+    (a snapshot in the decay run's own second may show either side of it)."""
+    import bisect
+
+    from schedd.slurm.fidelity import decay_phase
+    from schedd.slurm.importers import import_log
+
+    for run in WORKLOADS["multifactor-fs"]:
+        prio = read_slurm_conf(run / "slurm.conf").priority
+        phase = decay_phase(run, prio.calc_period, prio.max_age, prio.weight_age)
+        assert phase is not None
+        ticks = _fair_share_over_real_schedule(run, phase)
+        times = [t for t, _ in ticks]
+        owner = {int(r["JobIDRaw"]): (r["Account"], r["User"]) for r in _sacct_rows(run)}
+        t0 = import_log("slurm", str(run / "sacct.txt")).trace.header.unix_start_time
+        lines = (run / "sprio.tsv").read_text().splitlines()
+        where = {name: k for k, name in enumerate(lines[0].split("\t"))}
+        seen = agreed = 0
+        for line in lines[1:]:
+            cells = line.split("\t")
+            at = int(cells[where["TIME"]]) - t0
+            jid, shown = int(cells[where["JOBID"]]), int(cells[where["FAIRSHARE"]])
+            before = bisect.bisect_left(times, at) - 1
+            if before < 0 or jid not in owner:
+                continue
+            candidates = {ticks[before][1].get(owner[jid])}
+            if before + 1 < len(ticks) and times[before + 1] < at + 1:
+                candidates.add(ticks[before + 1][1].get(owner[jid]))
+            seen += 1
+            agreed += any(v is not None and abs(v * prio.weight_fairshare - shown) <= 1
+                          for v in candidates)
+        assert seen > 1000, run.name
+        assert agreed == seen, f"{run.name}: {seen - agreed} of {seen} snapshots differ"
