@@ -636,9 +636,15 @@ class SlurmPolicy(Policy):
 
     # -- backfill ---------------------------------------------------------------------
     def _bf_next(self) -> float | None:
+        """The agent's next cycle: bf_interval after its last, or, for news that came
+        later, the first of its one-second polls after them (backfill_agent's
+        short_sleep), so its cycles keep their phase within the second."""
         if self.bf_update is None:
             return None
-        return max(self.bf_last + self.sched.bf_interval, self.bf_update)
+        due = self.bf_last + self.sched.bf_interval
+        if self.bf_update <= due + _EPS:
+            return due
+        return due + math.ceil(self.bf_update - due - _EPS)
 
     def _catch_up_backfill(self, now: float) -> None:
         """Cycles the agent ran before `now` with nothing new to find: keep their times."""
@@ -747,7 +753,7 @@ class SlurmPolicy(Policy):
         if self.sched.backfill and self.bf_changed:
             nxt = self._bf_next()
             if nxt is not None:
-                times.append(max(nxt, now + 1))
+                times.append(nxt if nxt > now + _EPS else now + 1)
         if self.sched_requests:
             times.append(max(self.last_sched + self.sched.batch_sched_delay, now + 1))
         interval = self.sched.sched_interval
