@@ -381,3 +381,35 @@ def test_the_backfill_agents_catch_up_always_moves_forward(tmp_path: Path) -> No
         signal.signal(signal.SIGALRM, previous)
     nxt = policy._bf_next()
     assert nxt is None or nxt >= now - 1e-9
+
+
+def test_the_time_limit_checks_phase_is_read_off_the_recorded_kills(tmp_path: Path) -> None:
+    # Three jobs killed at their 1-minute limit by checks 24 s past each 30 s of the
+    # log's clock (started at 6, 40 and 100 s, they end at 84, 114 and 174 s: the first
+    # check after their limit), and three backfilled starts 1 s past
+    # each 3 s. SlurmSetup.prepare lets the killed jobs run on past every check, so
+    # the phases must come from the ends the log recorded, not from the lengthened jobs.
+    from schedd.slurm.importers import import_log
+    from schedd.traces import normalize
+
+    def at(s: int) -> str:
+        return f"2026-01-01T00:{s // 60:02d}:{s % 60:02d}"
+
+    main, bf = "SchedMain", "SchedBackfill"
+    rows = [(1, 0, 6, 84, "TIMEOUT", main), (2, 10, 40, 114, "TIMEOUT", main),
+            (3, 20, 100, 174, "TIMEOUT", main), (4, 30, 31, 40, "COMPLETED", bf),
+            (5, 40, 43, 50, "COMPLETED", bf), (6, 50, 52, 55, "COMPLETED", bf)]
+    lines = ["JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|State|Flags"]
+    lines += [f"{j}|{at(s)}|{at(b)}|{at(e)}|00:01:00|1|4|{state}|{flags}"
+              for j, s, b, e, state, flags in rows]
+    log = tmp_path / "sacct.txt"
+    log.write_text("\n".join(lines) + "\n")
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=3\n")
+    trace = normalize(import_log("slurm", str(log)).trace, procs_per_node=1,
+                      max_nodes=10**9)
+    trace, jobs = setup.prepare(trace)
+    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
+    said = setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    assert policy.options.check_phase == 24.0 and policy.options.bf_phase == 1.0, said
+    assert said is not None and "3 of 3 time-outs" in said

@@ -81,6 +81,9 @@ class TraceJobs:
     cpus: np.ndarray  # int64, in the trace's queue order
     unfit: dict[int, str]  # job id -> why it can never run here
     warnings: list[str]
+    # When the log says jobs killed at their time limit ended (SlurmSetup.prepare then
+    # lets them run past every check): the instants of Slurm's time-limit checks.
+    limit_kills: np.ndarray | None = None
 
 
 def _names(header: object, kind: str) -> dict[int, str]:

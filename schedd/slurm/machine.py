@@ -42,12 +42,14 @@ def _mode_residue(times: Any, period: float) -> tuple[float, int]:
 
 
 def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
-                 options: Any) -> tuple[dict[str, float], str | None]:
+                 options: Any, limit_kills: Any = None) -> tuple[dict[str, float], str | None]:
     """Where in their period Slurm's backfill cycles and time-limit checks fell in the
     original run, read off its log: backfilled jobs (field 40 = 3) start at a cycle, and
-    jobs that timed out end at a check. The phase is the most common residue of those
-    instants (a controller's timers keep their phase while there is work); at least 3
-    such jobs are needed. Options already given are left alone."""
+    jobs that timed out end at a check (`limit_kills`: their recorded ends, where the
+    columns no longer hold them — SlurmSetup.prepare lengthens such jobs). The phase is
+    the most common residue of those instants (a controller's timers keep their phase
+    while there is work); at least 3 such jobs are needed. Options already given are
+    left alone."""
     out: dict[str, float] = {}
     said = []
     n = len(cols["job_id"])
@@ -64,13 +66,14 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
             out["bf_phase"] = phase
             said.append(f"backfill cycles {phase:g} s past each {interval:g} s "
                         f"({hits} of {int(backfilled.sum())} backfilled starts)")
-    timed_out = _timed_out(cols, header) & (cols["wait"] >= 0)
-    if options.check_phase < 0 and timed_out.sum() >= 3:
-        ends = start[timed_out] + cols["runtime"][timed_out]
-        phase, hits = _mode_residue(ends, PERIODIC_TIMEOUT)
+    if limit_kills is None:
+        timed_out = _timed_out(cols, header) & (cols["wait"] >= 0)
+        limit_kills = start[timed_out] + cols["runtime"][timed_out]
+    if options.check_phase < 0 and len(limit_kills) >= 3:
+        phase, hits = _mode_residue(limit_kills, PERIODIC_TIMEOUT)
         out["check_phase"] = phase
         said.append(f"time-limit checks {phase:g} s past each {PERIODIC_TIMEOUT:g} s "
-                    f"({hits} of {int(timed_out.sum())} time-outs)")
+                    f"({hits} of {len(limit_kills)} time-outs)")
     if not said:
         return out, None
     return out, ("read off the log: " + "; ".join(said)
@@ -109,6 +112,8 @@ class SlurmSetup:
         cols = dict(trace.columns)
         cols["nodes"] = jobs.cpus
         timed_out = _timed_out(cols, trace.header)
+        started = timed_out & (cols["wait"] >= 0)
+        jobs.limit_kills = (cols["submit"] + cols["wait"] + cols["runtime"])[started]
         if timed_out.any():
             # Killed at its limit, a job's own length is unknown: it runs past every check
             # that could kill it, so that Slurm's check, not its recorded end, ends it.
@@ -139,7 +144,8 @@ class SlurmSetup:
         said = None
         if trace is not None:
             phases, said = infer_phases(trace.columns, trace.header, self.conf,
-                                        policy.options)
+                                        policy.options,
+                                        jobs.limit_kills if jobs is not None else None)
         policy.configure(self.conf, self.assocs, jobs.jobs if jobs is not None else None,
                          epoch, self.qos, **phases)
         if self.qos is None and self.conf.priority.multifactor \
