@@ -42,6 +42,9 @@ def run(setup: SlurmSetup, jobs: list[tuple[JobSpec, SlurmJob]],
     # The controller up for 10 minutes before time 0 (its threads' phases unchanged:
     # 600 s is a multiple of every interval here), unless a test says otherwise.
     options.setdefault("boot", 600.0)
+    # Nodes freed at the job's end, so the hand-worked instants stay whole seconds, unless
+    # a test says otherwise (the default epilog is 1 s: see the test of job ends).
+    options.setdefault("epilog", 0.0)
     policy = SlurmPolicy(SlurmOptions(**options), setup.cluster)
     policy.configure(setup.conf, setup.assocs, {spec.id: sj for spec, sj in jobs})
     engine = Engine(setup.cluster, policy,
@@ -90,6 +93,11 @@ def test_a_job_end_runs_the_main_scheduler_at_once(tmp_path: Path) -> None:
             job(setup, 3, 11, 50, nodes=2)]
     engine, _ = run(setup, jobs)
     assert starts(engine) == {1: 0.0, 2: 100.0, 3: 100.0}
+    # By default the nodes come back, and the main scheduler runs, when the epilog-complete
+    # message arrives: a second after the end.
+    assert SlurmOptions().epilog == 1.0
+    engine, _ = run(setup, jobs, epilog=SlurmOptions().epilog)
+    assert starts(engine) == {1: 0.0, 2: 101.0, 3: 101.0}
 
 
 def test_the_main_scheduler_stops_a_partition_at_its_first_blocked_job(tmp_path: Path) -> None:
@@ -322,7 +330,8 @@ def test_qos_priorities_order_the_queue(tmp_path: Path) -> None:
     jobs = [job(setup, 1, 0, 100, nodes=4), job(setup, 2, 1, 50, nodes=4),
             job(setup, 3, 2, 50, nodes=4)]
     jobs[2] = (jobs[2][0], replace(jobs[2][1], qos="high"))
-    policy = SlurmPolicy(SlurmOptions(boot=600.0), setup.cluster)  # up 10 min before 0
+    # Up 10 min before 0; nodes freed at the job's end (whole-second instants).
+    policy = SlurmPolicy(SlurmOptions(boot=600.0, epilog=0.0), setup.cluster)
     setup.bind(policy, None)
     policy.table = {spec.id: sj for spec, sj in jobs}
     engine = Engine(setup.cluster, policy,
