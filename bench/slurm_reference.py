@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import datetime
 import json
 import math
 import os
@@ -476,6 +477,20 @@ def _drive(cluster: Cluster, jobs: list[WorkloadJob], cancels: list[tuple[float,
     log(f"  every job ended by {time.time() - t0:.0f} s")
 
 
+def controller_started(log: Path) -> float | None:
+    """When slurmctld started, to the millisecond, from its log's first "started" line
+    (local time, as the daemons write it); None if the log does not say."""
+    try:
+        with open(log, errors="replace") as f:
+            for line in f:
+                if "slurmctld version" in line and " started" in line and line[:1] == "[":
+                    stamp = line[1:line.index("]")]
+                    return datetime.datetime.fromisoformat(stamp).timestamp()
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def snapshot_sprio(cluster: Cluster, out) -> None:
     now = int(time.time())
     text = cluster.cmd("sprio", "-n", "-h", "-o", "%i|%A|%F|%J|%P|%Y", check=False)
@@ -567,6 +582,9 @@ def reference_run(workload: Path, template: Path, accounts: Path | None, out: Pa
             "workload": workload.name, "template": template.name,
             "accounts": accounts.name if accounts else None,
             "load_average": os.getloadavg(),
+            # Unix time slurmctld started: its background thread's last pass, which the
+            # first submission's main pass waits batch_sched_delay after (option boot)
+            "controller_started": controller_started(root / "log" / "slurmctld.log"),
             # cancelled before they became eligible: Slurm's accounting never had them
             "not_in_accounting": missing,
         }, indent=1) + "\n")
