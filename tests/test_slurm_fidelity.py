@@ -182,24 +182,3 @@ def test_fair_share_over_slurms_own_schedule_is_what_sprio_showed() -> None:
                           for v in candidates)
         assert seen > 1000, run.name
         assert agreed == seen, f"{run.name}: {seen - agreed} of {seen} snapshots differ"
-
-
-def test_a_runs_controller_start_sets_boot(tmp_path):
-    """run.json's controller_started (Unix time) is when slurmctld started: the
-    simulation's `boot` is how long before the first submission that was."""
-    import json
-
-    from schedd.slurm.fidelity import controller_boot
-
-    assert controller_boot(tmp_path, 1000.0) is None  # no run.json
-    (tmp_path / "run.json").write_text(json.dumps({"workload": "w.tsv"}))
-    assert controller_boot(tmp_path, 1000.0) is None  # an older run: not recorded
-    (tmp_path / "run.json").write_text(json.dumps({"controller_started": 996.6}))
-    assert abs(controller_boot(tmp_path, 1000.0) - 3.4) < 1e-9
-    run = RUNS / "basic-bf2" / "r4"
-    if (run / "run.json").exists():
-        sim = simulate_run(run)
-        assert abs(sim.policy.options.boot - 3.301) < 1e-6
-        # 3.3 s > batch_sched_delay: the main scheduler, not backfill, starts job 1 at
-        # once, as Slurm's log shows (sched: Allocate JobId=1, 0.38 s after its submission).
-        assert sim.policy.started_by[1] == "main"

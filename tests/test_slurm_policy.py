@@ -422,3 +422,31 @@ def test_the_time_limit_checks_phase_is_read_off_the_recorded_kills(tmp_path: Pa
     said = setup.bind(policy, jobs, trace.header.unix_start_time, trace)
     assert policy.options.check_phase == 24.0 and policy.options.bf_phase == 1.0, said
     assert said is not None and "3 of 3 time-outs" in said
+
+
+@pytest.mark.parametrize("flags, wait, boot", [("SchedMain", 0, 600.0), ("SchedMain", 1, 600.0),
+                                               ("SchedMain", 5, 0.0),
+                                               ("SchedBackfill", 1, 0.0)])
+def test_a_controller_long_up_is_read_off_the_first_jobs_start(
+        tmp_path: Path, flags: str, wait: int, boot: float) -> None:
+    # A job submitted at time 0 that the main scheduler starts before batch_sched_delay
+    # (3 s) has passed found the background thread's last pass long enough ago: the
+    # controller was up before the log began (boot 600). Started by backfill, or by a
+    # main pass that came later, it says nothing: the controller started at time 0.
+    from schedd.slurm.importers import import_log
+    from schedd.traces import normalize
+
+    log = tmp_path / "sacct.txt"
+    log.write_text("JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|State|Flags\n"
+                   f"1|2026-01-01T00:00:00|2026-01-01T00:00:0{wait}|2026-01-01T00:00:30|"
+                   f"00:01:00|1|4|COMPLETED|{flags}\n")
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\n")
+    trace = normalize(import_log("slurm", str(log)).trace, procs_per_node=1,
+                      max_nodes=10**9)
+    trace, jobs = setup.prepare(trace)
+    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
+    setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    assert policy.boot == boot
+    policy = SlurmPolicy(SlurmOptions(boot=7.0), setup.cluster)  # given: kept
+    setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    assert policy.boot == 7.0

@@ -10,7 +10,6 @@ the ceiling any emulation is measured against. `Agreement` says how close a pair
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -146,19 +145,6 @@ def decay_phase(run: Path, calc_period: float, max_age: float,
     return float(max(counts, key=lambda k: (counts[k], -k)))
 
 
-def controller_boot(run: Path, epoch: float) -> float | None:
-    """How long before the trace's time 0 (Unix `epoch`) the run's slurmctld started,
-    from run.json's `controller_started` (bench/slurm_reference.py reads it off the
-    controller's log); None where the run does not say."""
-    path = run / "run.json"
-    if not path.exists():
-        return None
-    started = json.loads(path.read_text()).get("controller_started")
-    if not isinstance(started, (int, float)):
-        return None
-    return max(epoch - float(started), 0.0)
-
-
 def simulate_run(run: Path, policy_name: str = "slurm", **options: str) -> Simulated:
     """Simulate a reference run's sacct output with its slurm.conf and associations (the
     decay thread's phase from the run's sprio snapshots where it has them). Another
@@ -171,9 +157,6 @@ def simulate_run(run: Path, policy_name: str = "slurm", **options: str) -> Simul
     setup = SlurmSetup.read(str(run / "slurm.conf"), str(assoc) if assoc.exists() else None)
     trace, jobs = setup.prepare(trace)
     if policy_name == "slurm":
-        boot = controller_boot(run, trace.header.unix_start_time)
-        if boot is not None and "boot" not in options:
-            options = {**options, "boot": f"{boot:.3f}"}
         prio = setup.conf.priority
         if prio.multifactor and "decay_phase" not in options:
             phase = decay_phase(run, prio.calc_period, prio.max_age, prio.weight_age)

@@ -66,6 +66,16 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
             out["bf_phase"] = phase
             said.append(f"backfill cycles {phase:g} s past each {interval:g} s "
                         f"({hits} of {int(backfilled.sum())} backfilled starts)")
+    if options.boot < 0 and started_by is not None:
+        # The first job (by submission) started by the main scheduler before
+        # batch_sched_delay had passed: the background thread's last pass was that long
+        # before time 0, so the controller had been up (a long-up one: 600 s, a multiple
+        # of every interval). Started otherwise, it says nothing: boot stays 0.
+        first = int(np.lexsort((cols["job_id"], cols["submit"]))[0])
+        if started_by[first] == 2 and 0 <= cols["wait"][first] < conf.sched.batch_sched_delay:
+            out["boot"] = 600.0
+            said.append("a controller up since before time 0 (its main scheduler started "
+                        "the first job at once)")
     if limit_kills is None:
         timed_out = _timed_out(cols, header) & (cols["wait"] >= 0)
         limit_kills = start[timed_out] + cols["runtime"][timed_out]
@@ -77,7 +87,7 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
     if not said:
         return out, None
     return out, ("read off the log: " + "; ".join(said)
-                 + " (--opt bf_phase=S / check_phase=S to set them)")
+                 + " (--opt bf_phase=S / check_phase=S / boot=S to set them)")
 
 
 def cluster_of(conf: SlurmConf) -> CpuNodes:

@@ -26,7 +26,8 @@ What runs when, as in slurmctld (docs/slurm.md has the sources, line by line):
   first check at or after its limit plus OverTimeLimit (EngineOptions).
 
 Slurm's periodic timers run from slurmctld's start, which a log does not record: option
-`boot` says how many seconds before the trace's time 0 it was (default 0). Within one
+`boot` says how many seconds before the trace's time 0 it was (default 0, or read off an
+imported log's first job). Within one
 second, the policy handles job ends (with their epilog pass), then submissions, then the
 background tick, then a backfill cycle.
 """
@@ -94,9 +95,11 @@ class SlurmOptions:
     decay_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of PriorityCalcPeriod (from time 0) at which the "
                 "decay thread recomputes priorities (-1: from boot)"})
-    boot: float = field(default=0.0, metadata={
+    boot: float = field(default=-1.0, metadata={
         "help": "seconds before time 0 at which slurmctld started: the phase of its "
-                "periodic timers (background passes, decay, time-limit checks, backfill)"})
+                "periodic timers (background passes, decay, time-limit checks, backfill) "
+                "(-1: simulate reads it off an imported log's first job — started at once "
+                "by the main scheduler: a controller long up, 600 — else 0)"})
 
 
 def default_conf(cluster: Cluster) -> SlurmConf:
@@ -228,7 +231,7 @@ class SlurmPolicy(Policy):
         self.seq = 0
         # The controller has been up since before time 0: its threads are in their
         # steady state, their periodic timers in phase with `boot` seconds before it.
-        phase = -float(self.options.boot)
+        phase = -self.boot
         # Background thread: pass requests, its last pass, its last full pass.
         self.sched_requests = 0
         # It starts with its last pass at its own start (`boot` s before time 0): with
@@ -263,6 +266,11 @@ class SlurmPolicy(Policy):
         self.fs_stale = False  # usage charged since the last ranking
         self._recompute_fairshare()
 
+    @property
+    def boot(self) -> float:
+        """Seconds before time 0 that slurmctld started (option boot; unset: 0)."""
+        return max(float(self.options.boot), 0.0)
+
     def engine_overrides(self) -> dict[str, float]:
         """EngineOptions this policy needs: time limits enforced as slurmctld does."""
         conf = self.conf
@@ -271,7 +279,7 @@ class SlurmPolicy(Policy):
         return {"walltime_check_s": PERIODIC_TIMEOUT,
                 "walltime_check_phase_s": (self.options.check_phase
                                            if self.options.check_phase >= 0
-                                           else -float(self.options.boot)),
+                                           else -self.boot),
                 "walltime_grace_s": grace}
 
     def stats(self) -> dict[str, int]:
