@@ -13,6 +13,7 @@ simulation.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -30,11 +31,20 @@ from schedd.slurm.fidelity import (  # noqa: E402
 RUNS = Path(__file__).resolve().parent / "slurm_reference" / "runs"
 
 
-def row(name: str, a: Agreement, seconds: float | None = None) -> str:
+def load_of(run: Path) -> str:
+    """The machine's load average over the run's last minute, from its run.json."""
+    try:
+        load = json.loads((run / "run.json").read_text())["load_average"][0]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return ""
+    return f"{load:.1f}"
+
+
+def row(name: str, a: Agreement, seconds: float | None = None, load: str = "") -> str:
     first = a.first_diverging
     where = (f"job {first.job} (submitted at {first.submit:g} s): {first.wait_a:g} s "
              f"vs {first.wait_b:g} s" if first else "none")
-    cpu = f" | {seconds * 1000:.0f} ms |" if seconds is not None else " | |"
+    cpu = f" | {seconds * 1000:.0f} ms | {load} |" if seconds is not None else " | | |"
     return (f"| {name} | {a.jobs} | {a.within0:.0%} | {a.within2:.0%} | {a.within10:.0%} | "
             f"{a.total_diff:+.1%} | {where}{cpu}")
 
@@ -44,8 +54,8 @@ def main() -> int:
     parser.add_argument("--runs", type=Path, default=RUNS, help="reference runs' root")
     args = parser.parse_args()
     print("| run | jobs | = 0 s | <= 2 s | <= 10 s | total wait | first diverging (Slurm vs "
-          "other) | sim CPU |")
-    print("|---|---|---|---|---|---|---|---|")
+          "other) | sim CPU | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for workload, runs in runs_of(args.runs).items():
         ceiling = mean_between(runs)
         if ceiling is not None:
@@ -58,7 +68,7 @@ def main() -> int:
         for run in runs:
             sim = simulate_run(run)
             print(row(f"{workload}/{run.name}: schedd vs Slurm", agreement(sim.pairs),
-                      sim.seconds))
+                      sim.seconds, load_of(run)))
             ours += sim.pairs
             easy += simulate_run(run, "easy").pairs
         print(row(f"**{workload}: schedd (all runs) vs Slurm**", agreement(ours)))
