@@ -450,3 +450,29 @@ def test_a_controller_long_up_is_read_off_the_first_jobs_start(
     policy = SlurmPolicy(SlurmOptions(boot=7.0), setup.cluster)  # given: kept
     setup.bind(policy, jobs, trace.header.unix_start_time, trace)
     assert policy.boot == 7.0
+
+
+def test_the_backfill_phase_is_the_one_the_log_starts_with(tmp_path: Path) -> None:
+    # The agent sleeps bf_interval from each cycle's end, so its phase drifts: here the
+    # log's first 20 backfilled starts fall 1 s past each 5 s and the next 40 at 2 s.
+    # The phase a simulation starts from is the first one.
+    from schedd.slurm.importers import import_log
+    from schedd.traces import normalize
+
+    def at(s: int) -> str:
+        return f"2026-01-01T{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+    starts = [5 * k + 1 for k in range(20)] + [5 * k + 2 for k in range(20, 60)]
+    lines = ["JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|State|Flags"]
+    lines += [f"{j + 1}|{at(b - 1)}|{at(b)}|{at(b + 3)}|00:01:00|1|4|COMPLETED|SchedBackfill"
+              for j, b in enumerate(starts)]
+    log = tmp_path / "sacct.txt"
+    log.write_text("\n".join(lines) + "\n")
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\n")
+    trace = normalize(import_log("slurm", str(log)).trace, procs_per_node=1,
+                      max_nodes=10**9)
+    trace, jobs = setup.prepare(trace)
+    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
+    said = setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    assert policy.options.bf_phase == 1.0, said

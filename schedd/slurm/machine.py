@@ -32,6 +32,9 @@ def _timed_out(cols: dict[str, Any], header: Any) -> Any:
     return np.isin(state, codes)
 
 
+FIRST_CYCLES = 20  # backfilled starts the backfill agent's phase is read off
+
+
 def _mode_residue(times: Any, period: float) -> tuple[float, int]:
     """The most common whole-second residue of `times` modulo `period`, and how many of
     the times fall on it (ties: the smallest residue)."""
@@ -62,10 +65,15 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
             and interval > 1:
         backfilled = (started_by == 3) & (cols["wait"] >= 0)
         if backfilled.sum() >= 3:
-            phase, hits = _mode_residue(start[backfilled], interval)
+            # The agent's phase drifts: it sleeps bf_interval from the end of each cycle,
+            # so cycles' own durations add up (multifactor-fs/r5, on a loaded machine,
+            # moved from 1 to 2 s after 33 cycles). The phase at the log's start is the
+            # one a divergence there would cascade from: its first backfilled starts.
+            first = np.sort(start[backfilled])[:FIRST_CYCLES]
+            phase, hits = _mode_residue(first, interval)
             out["bf_phase"] = phase
             said.append(f"backfill cycles {phase:g} s past each {interval:g} s "
-                        f"({hits} of {int(backfilled.sum())} backfilled starts)")
+                        f"({hits} of the first {len(first)} backfilled starts)")
     if options.boot < 0 and started_by is not None:
         # The first job (by submission) started by the main scheduler before
         # batch_sched_delay had passed: the background thread's last pass was that long
