@@ -28,11 +28,25 @@ import numpy as np
 
 from ..core.cluster import Cluster, ClusterState
 from ..core.decisions import Decision, Start
-from ..core.job import Job, JobClass
+from ..core.job import Job, JobClass, JobState
 from ..core.view import View
 from .backfill import easy_pass, eligible_queue, start_from_head
 from .base import Policy, PolicyError
-from .scoring import HEURISTICS, JOB_FEATURES, Model, ModelError, load_model
+from .scoring import (
+    CLASS,
+    ESTIMATE,
+    FITS,
+    HEURISTICS,
+    JOB_FEATURES,
+    NODES,
+    PRESENT,
+    SUBMIT,
+    WAIT,
+    WALLTIME,
+    Model,
+    ModelError,
+    load_model,
+)
 
 MACHINE_FEATURES = ("now_s", "free_nodes", "total_nodes", "waiting", "running")
 _CLASS_INDEX = {c: float(i) for i, c in enumerate(JobClass)}
@@ -72,6 +86,11 @@ class AgentPolicy(Policy):
         self.chooser: Chooser = self.model.choose
         self._head: int | None = None  # the chosen job, waiting to start
         self._picks: list[int] = []  # choices made so far in an interrupted pass
+        # (k, observation) of the choice a chooser stopped the pass at: asked again for
+        # the same choice in the same view, the pass need not observe it twice.
+        self._asked: tuple[int, np.ndarray, np.ndarray, int] | None = None
+        self._static_ix: dict[int, int] = {}  # job id -> row of _static
+        self._static = np.zeros((256, 5))
         self.choices = 0
         self.window_ids: list[int] = []  # the job of each real row the chooser saw last
 
@@ -101,8 +120,18 @@ class AgentPolicy(Policy):
         if not queue:
             return decisions
         pool = view.on_node_pool
-        state = None if pool else view.free_state()
         free = view.free_nodes
+        if pool and self._head is not None and not self._picks:
+            # Most passes: the chosen job still waits and cannot start, so nothing but
+            # EASY's backfilling can happen (what the loop below would find, found
+            # without copying the queue).
+            blocked = self._blocked_head(view, free)
+            if blocked is not None:
+                if self.options.backfill and free:
+                    order = [blocked, *(j for j in queue if j is not blocked)]
+                    decisions += easy_pass(view, queue=order)
+                return decisions
+        state = None if pool else view.free_state()
         rest = list(queue)
         head: Job | None = None
         if self._head is not None:
@@ -114,8 +143,13 @@ class AgentPolicy(Policy):
                 if k < len(self._picks):
                     slot = self._picks[k]
                 else:
-                    jobs, machine, n = self.observe(view, rest, started, free, state)
+                    if self._asked is not None and self._asked[0] == k:
+                        _, jobs, machine, n = self._asked  # the same view: the same rows
+                    else:
+                        jobs, machine, n = self.observe(view, rest, started, free, state)
+                        self._asked = (k, jobs, machine, n)
                     slot = self.chooser(jobs, machine, n)
+                    self._asked = None
                     if not 0 <= slot < n:
                         raise PolicyError(f"agent: the chooser named slot {slot} of {n}")
                     self._picks.append(slot)
@@ -135,6 +169,7 @@ class AgentPolicy(Policy):
             head = None
         self.choices += len(self._picks)
         self._picks = []
+        self._asked = None
         self._head = None if head is None else head.id
         if head is not None and self.options.backfill:
             order = [*started, head, *(j for j in rest if j is not head)]
@@ -146,6 +181,44 @@ class AgentPolicy(Policy):
                 start_from_head(started, view.free_state(), decisions)
         return decisions
 
+    def _blocked_head(self, view: View, free: int) -> Job | None:
+        """The chosen job if it still waits, eligible, and needs more than `free` nodes."""
+        assert self._head is not None
+        try:
+            job = view.job(self._head)
+        except KeyError:
+            return None
+        if (job.state is not JobState.QUEUED and job.state is not JobState.PREEMPTED) \
+                or job.nodes <= free or job.requested_start > view.now:
+            return None
+        return job
+
+    def _static_rows(self, win: Sequence[Job], ids: list[int]) -> np.ndarray:
+        """(len(win), 5): submit, user, project, queue and class of each job, from a cache
+        filled as jobs first enter the window (the environment observes at every step,
+        and a window mostly holds the jobs it held at the last one). Cleared when it
+        outgrows the window by far, so a daemon's long run keeps it small."""
+        ix = self._static_ix
+        missing = [job for job, i in zip(win, ids, strict=True) if i not in ix]
+        if missing:
+            if len(ix) + len(missing) > max(4096, 8 * len(win)):
+                ix.clear()
+                missing = list(win)
+            need = len(ix) + len(missing)
+            if need > len(self._static):
+                grown = np.zeros((max(need, 2 * len(self._static)), 5))
+                grown[:len(ix)] = self._static[:len(ix)]
+                self._static = grown
+            batch = JobClass.BATCH
+            at = len(ix)
+            self._static[at:need] = [
+                (job.submit, job.user, job.project, job.queue,
+                 0.0 if job.job_class is batch else _CLASS_INDEX[job.job_class])
+                for job in missing]
+            for i, job in enumerate(missing, at):
+                ix[job.id] = i
+        return self._static[[ix[i] for i in ids]]
+
     def observe(self, view: View, rest: Sequence[Job], started: Sequence[Job], free: int,
                 state: ClusterState | None) -> tuple[np.ndarray, np.ndarray, int]:
         """The chooser's inputs: the window's rows (padded), the machine's row, and how
@@ -154,21 +227,25 @@ class AgentPolicy(Policy):
         window, r = self.options.window, self.options.running
         now = view.now
         n = min(window, len(rest))
-        notices = view.notices
-        rows = []
-        self.window_ids = [job.id for job in rest[:n]]
-        for job in rest[:n]:
-            nodes = job.nodes
-            fits = nodes <= free if state is None else state.fits(nodes)
-            notice = notices.get(job.id) if notices else None
-            walltime = job.walltime
-            rows.append((1.0, now - job.submit, nodes, walltime,
-                         walltime if notice is None else notice.walltime, job.submit,
-                         job.user, job.project, job.queue, _CLASS_INDEX[job.job_class],
-                         1.0 if fits else 0.0))
+        win = rest[:n]
+        self.window_ids = [job.id for job in win]
         jobs = np.zeros((window, len(JOB_FEATURES)))
-        if rows:
-            jobs[:n] = rows
+        if n:
+            nodes = np.array([job.nodes for job in win], dtype=np.float64)
+            walltime = np.array([job.walltime for job in win])
+            static = self._static_rows(win, self.window_ids)
+            jobs[:n, SUBMIT:CLASS + 1] = static
+            cols = jobs[:n].T  # a view: writing its rows fills the columns
+            cols[PRESENT] = 1.0
+            cols[WAIT] = now - static[:, 0]
+            cols[NODES] = nodes
+            cols[WALLTIME] = walltime
+            notices = view.notices
+            cols[ESTIMATE] = walltime if not notices else [
+                job.walltime if job.id not in notices else notices[job.id].walltime
+                for job in win]
+            cols[FITS] = (nodes <= free if state is None else
+                          [1.0 if state.fits(job.nodes) else 0.0 for job in win])
         machine = np.zeros(len(MACHINE_FEATURES) + 2 * r)
         running = view.running
         machine[:5] = (now, free, view.cluster.total_nodes, len(rest),
