@@ -202,11 +202,12 @@ def play_model(env: PickJob, model, seed: int) -> dict[str, np.ndarray]:
     return env.results()
 
 
-@pytest.mark.parametrize("cluster", [None, "bgq:1"])
+@pytest.mark.parametrize("cluster", [None, "bgq:1", "mira"])
 @pytest.mark.parametrize("model", ["f1", "wfp3", "linear"])
 def test_episode_equals_simulate_with_the_same_agent(cluster, model):
     """The environment's schedule under an agent is the one `simulate` makes with the
-    `agent` policy and that model, job for job, column for column (pool and Blue Gene/Q)."""
+    `agent` policy and that model, job for job, column for column (a pool, a Blue Gene/Q
+    midplane, Mira)."""
     m = linear([0.3, -0.5, 1.0, -2.0, -0.7, 0.0]) if model == "linear" else load_model(model)
     env = PickJob(jobs=96, window=16, cluster=cluster)
     got = play_model(env, m, seed=5)
@@ -217,7 +218,7 @@ def test_episode_equals_simulate_with_the_same_agent(cluster, model):
         np.testing.assert_array_equal(col, run.results[name], err_msg=name)
 
 
-@pytest.mark.parametrize("cluster", ["nodes:256", "bgq:1"])
+@pytest.mark.parametrize("cluster", ["nodes:256", "bgq:1", "mira"])
 def test_fcfs_agent_is_easy(cluster):
     """Choosing the queue's head each time, EASY backfilling around it, is EASY."""
     trace, machine = sequences.load(None, cluster)
