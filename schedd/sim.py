@@ -102,6 +102,19 @@ def simulate(
 
 def _run_engine(engine: Engine, trace: NormalizedTrace, check_invariants: bool,
                 progress: Callable[[int], None] | None) -> None:
+    feed_engine(engine, trace)
+    steps = 0
+    while engine.step():
+        if check_invariants:
+            validate(engine)
+        steps += 1
+        if progress is not None and steps % 2048 == 0:
+            progress(len(engine.results))
+
+
+def feed_engine(engine: Engine, trace: NormalizedTrace) -> None:
+    """Give the engine everything of the trace: notices, recorded cancellations, the jobs
+    and elastic commands (schedd.gym's environment starts its episodes with this too)."""
     cols = trace.columns
     if "notice_time" in cols:
         for i in np.flatnonzero(cols["notice_time"] >= 0):
@@ -112,13 +125,6 @@ def _run_engine(engine: Engine, trace: NormalizedTrace, check_invariants: bool,
     engine.feed(trace.specs())
     if trace.eccs:
         engine.feed_eccs(Ecc(c.job_id, c.time, c.kind, c.amount) for c in trace.eccs)
-    steps = 0
-    while engine.step():
-        if check_invariants:
-            validate(engine)
-        steps += 1
-        if progress is not None and steps % 2048 == 0:
-            progress(len(engine.results))
 
 
 def _notice_of(cols: dict[str, np.ndarray], i: int) -> Notice:

@@ -61,7 +61,7 @@ def test_bad_trace_line_names_file_and_line(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--policy", "nope"],
-     "unknown policy 'nope'; valid policies: ckpt-backfill, conservative, delayed-los"),
+     "unknown policy 'nope'; valid policies: agent, ckpt-backfill, conservative"),
     (["--policy", "easy", "--opt", "depth=3"], "policy easy has no option 'depth'"),
     (["--cluster", "torus:9"], "nodes:N"),
     (["--trace", "/nonexistent.swf"], "/nonexistent.swf"),

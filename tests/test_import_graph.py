@@ -19,7 +19,7 @@ LAYERS = {
     "core": 0, "metrics": 0, "limits": 0, "text_columns": 0,
     "traces": 1, "policies": 1,
     "milp": 2, "options": 2, "trace_options": 2, "slurm": 2,
-    "daemon": 3, "sim": 3, "compare": 3, "run_files": 3, "report": 3, "sweep": 3,
+    "daemon": 3, "sim": 3, "gym": 3, "compare": 3, "run_files": 3, "report": 3, "sweep": 3,
     "cli": 4, "__main__": 4, "milp.cli": 4, "report.cli": 4, "sweep.cli": 4,
     "commands": 4, "simulate_cli": 4, "workload_cli": 4, "describe_cli": 4,
     "slurm.importers.cli": 4,

@@ -56,7 +56,10 @@ DEDICATED_RESERVING = {"easy-d", "easy-de", "los-d", "los-de"}
 # a job's end, a backfill cycle), not at every instant; tests/test_slurm_policy.py checks
 # its timing instead.
 TIMED = {"slurm"}
-HEAD_MAY_WAIT = PLANNING | SKIPPING | DEDICATED_RESERVING | TIMED
+# The agent starts the job its chooser picked, which stays picked until it starts, even
+# when a dedicated job's requested start later puts another at the queue's head.
+CHOSEN = {"agent"}
+HEAD_MAY_WAIT = PLANNING | SKIPPING | DEDICATED_RESERVING | TIMED | CHOSEN
 # EASY over Cobalt's wfp2 order instead of the (submit, id) queue order (rt-hpq: real-time
 # jobs first, each class in wfp2 order): their head is the first job of that order.
 WFP2_ORDERED = {"easy-wfp2", "rt-hpq"}

@@ -115,6 +115,17 @@ class Engine(_Elastic):
                 return True
         raise RuntimeError(f"more than 10,000 scheduling rounds at t={t:g}: a policy loops")
 
+    def run_pass(self) -> None:
+        """One scheduling pass now, then the rest of the instant as `step` would finish it
+        (events pushed for now, and their passes). For a driver whose policy stopped a
+        pass by raising before it returned any decision (schedd.gym's agent policy does,
+        to hand the choice to a learner): the state is then as the events left it, and
+        running the pass again continues the instant exactly."""
+        self._pass()
+        heap = self.events._heap
+        if heap and heap[0][0] == self.now:
+            self.step()
+
     def run(self, until: float | None = None) -> None:
         while True:
             t = self.events.peek_time()

@@ -18,7 +18,7 @@ _BUILT_IN: dict[str, str] = {
     "easy-d": "los", "easy-e": "los", "easy-de": "los", "los": "los", "los-d": "los",
     "los-e": "los", "los-de": "los", "delayed-los": "los", "delayed-los-e": "los",
     "hybrid-los": "los", "hybrid-los-e": "los", "hybrid": "hybrid", "easy-wfp2": "rt_basic",
-    "rt-hpq": "rt_basic", "rt-preempt": "rt_basic", "wcjs": "wcjs",
+    "rt-hpq": "rt_basic", "rt-preempt": "rt_basic", "wcjs": "wcjs", "agent": "agent",
 }
 # Policies that live outside this package, by module (imported on first use as well).
 _ELSEWHERE: dict[str, str] = {"slurm": "schedd.slurm.policy"}

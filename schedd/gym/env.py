@@ -1,0 +1,193 @@
+"""`PickJob`: the learner picks which waiting job starts next; schedd's engine does the rest.
+
+One step is one choice of `schedd.policies.agent.AgentPolicy`: the engine runs the
+episode's sequence as `schedd simulate` would (same engine, same policy, same setup by
+`sim.feed_engine`), and whenever that policy needs a choice the pass is stopped (the
+chooser raises `_Choice` before the pass returned a decision), the observation goes to
+the learner, and the learner's action resumes it (`Engine.run_pass`). See docs/learned.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from ..core.engine import Engine, EngineOptions
+from ..core.results import ResultTable
+from ..policies.agent import AgentOptions, AgentPolicy
+from ..sim import feed_engine, sort_results
+from ..traces import NormalizedTrace
+from . import rewards, sequences
+
+
+class _Choice(Exception):  # noqa: N818 - control flow, not an error
+    """Raised by the environment's chooser: the pass needs the learner's answer."""
+
+
+class PickJob(gymnasium.Env):
+    """Options (all keyword): `trace` (a path; the bundled 1,000-job Lublin excerpt if
+    None), `cluster` (`nodes:N`, `mira`, `bgq:M`, ...; a pool of the trace's MaxNodes if
+    None), `jobs` (sequence length, 256), `window` (K, 128), `running` (predicted ends
+    shown, 32), `backfill` (EASY around the chosen job, True), `reward` ("bsld", "wait",
+    "slowdown" or "utilisation"), `shaping` (weight of the per-step shaping reward, 0),
+    `split` (the fraction of the trace's rows sequences are drawn from, (0, 1)),
+    `engine_seed` (the engine's seed, 0).
+
+    Observation: {"jobs": (window, 11) the window's rows (`scoring.JOB_FEATURES`, zero rows
+    past the queue), "machine": (5 + 2*running,) `agent.MACHINE_FEATURES` then (seconds
+    to predicted end, nodes) of running jobs, earliest first}. Action: a slot; the mask
+    (`info["action_mask"]`, `action_masks()`) allows the real rows; a masked slot stands
+    for slot `action % n` (n real rows), so that any action is an answer. Reward: 0 per
+    step (plus shaping), and at the end the chosen metric of the sequence's jobs (minus
+    mean bounded slowdown by default).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, trace: str | None = None, cluster: str | None = None, jobs: int = 256,
+                 window: int = 128, running: int = 32, backfill: bool = True,
+                 reward: str = "bsld", shaping: float = 0.0,
+                 split: tuple[float, float] = (0.0, 1.0), engine_seed: int = 0,
+                 engine_options: EngineOptions | None = None):
+        if reward not in rewards.REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(rewards.REWARDS)}, "
+                             f"not {reward!r}")
+        self.trace_path = trace
+        self.trace, self.cluster = sequences.load(trace, cluster)
+        self.jobs = jobs
+        self.starts = sequences.start_range(len(self.trace), jobs, split)
+        self.options = AgentOptions(window=window, running=running, backfill=backfill)
+        self.reward_kind = reward
+        self.shaping = float(shaping)
+        self.engine_seed = engine_seed
+        self.engine_options = engine_options
+        probe = AgentPolicy(self.options, self.cluster)
+        self._shapes = {"jobs": (window, probe.n_features), "machine": (probe.machine_size,)}
+        self.observation_space = spaces.Dict({
+            name: spaces.Box(-np.inf, np.inf, shape, np.float64)
+            for name, shape in self._shapes.items()})
+        self.action_space = spaces.Discrete(window)
+        self._mask = np.zeros(window, dtype=np.int8)
+        self._engine: Engine | None = None
+        self._policy: AgentPolicy | None = None
+        self._pending: int | None = None
+        self._obs: dict[str, np.ndarray] = {}
+        self._n = 0
+        self._potential = 0.0
+        self.sequence: NormalizedTrace | None = None
+        self.start_row = -1
+        self.summary: dict[str, Any] | None = None
+        self.decisions = 0
+
+    # -- gymnasium API ------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """A new sequence: options={"start": ROW} names its first row, else it is drawn
+        from the environment's RNG (`seed` makes it reproducible)."""
+        super().reset(seed=seed)
+        lo, hi = self.starts
+        start = (options or {}).get("start")
+        if start is None:
+            start = int(self.np_random.integers(lo, hi + 1))
+        self.start_row = int(start)
+        self.sequence = sequences.sequence(self.trace, self.start_row, self.jobs)
+        policy = AgentPolicy(self.options, self.cluster)
+        policy.chooser = self._choose
+        engine = Engine(self.cluster, policy, seed=self.engine_seed,
+                        options=self.engine_options)
+        engine.results = ResultTable.empty(len(self.sequence))
+        feed_engine(engine, self.sequence)
+        self._engine, self._policy = engine, policy
+        self._pending = None
+        self.summary = None
+        self.decisions = 0
+        self._potential = 0.0
+        if self._advance(resume=False):
+            raise RuntimeError(f"the sequence at row {self.start_row} needed no choice")
+        return self._obs, self._info()
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool,
+                                         dict[str, Any]]:
+        if self._engine is None or self.summary is not None:
+            raise RuntimeError("step() before reset(), or after the episode ended")
+        a = int(action)
+        self._pending = a if 0 <= a < self._n else a % self._n
+        self.decisions += 1
+        before = self._potential
+        done = self._advance(resume=True)
+        reward = 0.0
+        if done:
+            engine = self._engine
+            results = engine.results.arrays(copy=False)
+            sort_results(results)
+            self.summary = rewards.episode_summary(results, self.cluster.total_nodes,
+                                                   engine.options.warning_s)
+            reward = rewards.final_reward(self.summary, self.reward_kind)
+            self._potential = 0.0
+            self._obs = {name: np.zeros(shape) for name, shape in self._shapes.items()}
+            self._mask = np.zeros_like(self._mask)
+            self._n = 0
+        if self.shaping:
+            reward += self.shaping * (self._potential - before)
+        info = self._info()
+        if done:
+            info["metrics"] = {k: self.summary[k] for k in  # type: ignore[index]
+                               ("mean_bounded_slowdown", "mean_wait_s", "mean_slowdown",
+                                "utilization")}
+        return self._obs, float(reward), done, False, info
+
+    def action_masks(self) -> np.ndarray:
+        """The slots a learner may name now (sb3-contrib's MaskablePPO reads this)."""
+        return self._mask.astype(bool)
+
+    def window_ids(self) -> list[int]:
+        """The job id in each real slot of the last observation."""
+        return [] if self._policy is None or self._n == 0 else list(self._policy.window_ids)
+
+    # -- results ------------------------------------------------------------------------
+    def results(self) -> dict[str, np.ndarray]:
+        """The finished episode's per-job results in queue order (schedd.core.results
+        columns), as `schedd.sim.simulate` returns them for the same sequence."""
+        if self.summary is None or self._engine is None:
+            raise RuntimeError("the episode is not finished")
+        arrays = self._engine.results.arrays(copy=True)
+        sort_results(arrays)
+        return arrays
+
+    # -- the engine, step by step -------------------------------------------------------
+    def _advance(self, resume: bool) -> bool:
+        """Run the engine to the next choice (False) or the end of the sequence (True)."""
+        engine = self._engine
+        assert engine is not None
+        try:
+            if resume:
+                engine.run_pass()
+            while engine.step():
+                pass
+        except _Choice:
+            return False
+        return True
+
+    def _choose(self, jobs: np.ndarray, machine: np.ndarray, n: int) -> int:
+        if self._pending is not None:
+            slot, self._pending = self._pending, None
+            return slot
+        self._obs = {"jobs": jobs, "machine": machine}
+        self._n = n
+        self._mask = np.zeros_like(self._mask)
+        self._mask[:n] = 1
+        if self.shaping:
+            engine = self._engine
+            assert engine is not None
+            queue = engine.queue
+            self._potential = rewards.waiting_potential(
+                engine.now, len(queue), float(sum(j.submit for j in queue)), self.jobs)
+        raise _Choice
+
+    def _info(self) -> dict[str, Any]:
+        return {"action_mask": self._mask.copy(), "start_row": self.start_row,
+                "now": self._engine.now if self._engine is not None else 0.0}
+
