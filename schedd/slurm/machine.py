@@ -79,8 +79,8 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
         # batch_sched_delay had passed: the background thread's last pass was that long
         # before time 0, so the controller had been up (a long-up one: 600 s, a multiple
         # of every interval). Started otherwise, it says nothing: boot stays 0.
-        first = int(np.lexsort((cols["job_id"], cols["submit"]))[0])
-        if started_by[first] == 2 and 0 <= cols["wait"][first] < conf.sched.batch_sched_delay:
+        head = int(np.lexsort((cols["job_id"], cols["submit"]))[0])
+        if started_by[head] == 2 and 0 <= cols["wait"][head] < conf.sched.batch_sched_delay:
             out["boot"] = 600.0
             said.append("a controller up since before time 0 (its main scheduler started "
                         "the first job at once)")
