@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -249,3 +250,25 @@ def test_orphans_of_this_process_and_of_no_owner_are_left(tmp_path: Path) -> Non
     assert found.removed == [] and found.left == [f"ab/{mine.name}", f"ab/{old.name}"]
     assert mine.exists() and old.exists()
     assert orphans.clean(tmp_path / "none").line("x", "p") is None
+
+
+def test_ctrl_c_while_the_run_files_are_written_waits_for_their_thread() -> None:
+    """simulate writes segments.csv and timeseries.csv in a second thread: an interrupt
+    while the main thread waits for it must not let the staged folder be removed under
+    the thread's feet (a file it made after the removal would keep the folder)."""
+    from schedd.sim import in_background
+
+    started, release, done = threading.Event(), threading.Event(), []
+
+    def work() -> None:
+        started.set()
+        release.wait(30)
+        done.append(True)
+
+    wait = in_background(work)
+    assert started.wait(30)
+    threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+    threading.Timer(0.5, release.set).start()
+    with pytest.raises(KeyboardInterrupt):
+        wait()
+    assert done == [True]
