@@ -272,3 +272,21 @@ def test_ctrl_c_while_the_run_files_are_written_waits_for_their_thread() -> None
     with pytest.raises(KeyboardInterrupt):
         wait()
     assert done == [True]
+
+
+def test_ctrl_c_in_a_first_compare_says_nothing_was_kept(tmp_path: Path,
+                                                         deep_trace: Path) -> None:
+    """A first comparison caches its simulations in its staged folder, which goes when it
+    is interrupted: the line says so (and how to keep them), not that they are cached."""
+    proc = start("compare", "--trace", str(deep_trace), "--cluster", "nodes:256",
+                 "--percent", "0", "--trials", "1", "--run", "conservative", "--run", "easy",
+                 cwd=tmp_path)
+    wait_for("its working folder", lambda: (tmp_path / "out").is_dir()
+             and partial(tmp_path / "out")(), proc)
+    status, out, err = interrupt(proc)
+    assert status == 130
+    assert "Traceback" not in err and "Error" not in err, err
+    assert err.splitlines()[-1] == (
+        "schedd compare: interrupted: no simulation kept (a first comparison keeps them "
+        "when it completes; --cache DIR keeps them whatever happens)"), err
+    assert tree(tmp_path) == {}

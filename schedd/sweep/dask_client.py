@@ -2,7 +2,8 @@
 single-threaded processes by default, or an existing cluster at `scheduler`.
 
 Ctrl-C: on a terminal SIGINT reaches the workers as well as this process, and a user
-often presses it twice. While the cluster is up, the first SIGINT raises
+often presses it twice. The workers ignore it (they start so: _workers_ignore_sigint);
+this process stops them. While the cluster is up, the first SIGINT raises
 KeyboardInterrupt as always; later ones, and any while the client and the cluster close,
 are only counted, so that no second Ctrl-C leaves a half-closed client (whose finaliser
 then waits forever, at exit, on an event loop that is gone) or worker processes behind.
@@ -28,22 +29,16 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
     cluster = client = None
     try:
         if scheduler is None:
-            # The workers start with SIGINT ignored, which they keep: the terminal's
-            # Ctrl-C reaches them too, and this process handles it by closing the
-            # cluster. Meanwhile SIGINT is blocked here, so that a Ctrl-C of that while
-            # waits (Linux keeps a blocked signal even while it is ignored) and comes
-            # once the workers run.
-            blocked = interrupts.block()
             # One thread per worker: a simulation holds the GIL the whole time. Dask's own
             # logs only at CRITICAL: while the cluster shuts down a worker's heartbeat can
             # race the scheduler's close, and the worker then logs that with a traceback
             # on the user's terminal after a run that succeeded (seen in CI). What a
             # sweep's user needs, a task that failed and with which arguments, the sweep
             # reports.
-            cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
-                                   processes=True, dashboard_address=None,
-                                   silence_logs=logging.CRITICAL)
-            interrupts.unblock(blocked)
+            with _workers_ignore_sigint():
+                cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
+                                       processes=True, dashboard_address=None,
+                                       silence_logs=logging.CRITICAL)
         try:
             client = Client(scheduler or cluster)
         except OSError as err:  # no scheduler there: one sentence, not a traceback
@@ -68,6 +63,33 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
         raise KeyboardInterrupt
 
 
+@contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """Worker processes started in the block (multiprocessing's spawn, Dask's default)
+    begin with SIGINT ignored, which Python then keeps: they are started through a
+    launcher, `trap '' INT; exec PYTHON "$@"`. (Ignoring SIGINT here while they start
+    would do the same but lose a Ctrl-C of that while: a thread of a C library, which
+    does not block it, can take it and drop it.)"""
+    import multiprocessing.spawn as spawn
+    import os
+    import shlex
+    import shutil
+    import tempfile
+
+    python = spawn.get_executable()
+    folder = tempfile.mkdtemp(prefix="schedd-dask-")
+    launcher = os.path.join(folder, "python")
+    with open(launcher, "w") as f:
+        f.write(f"#!/bin/sh\ntrap '' INT\nexec {shlex.quote(os.fsdecode(python))} \"$@\"\n")
+    os.chmod(launcher, 0o700)
+    spawn.set_executable(launcher)
+    try:
+        yield
+    finally:
+        spawn.set_executable(python)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 class _Interrupts:
     """SIGINT in the main thread while a cluster is up (see the module's docstring);
     elsewhere, as it was."""
@@ -84,22 +106,6 @@ class _Interrupts:
         self.count += 1
         if self.raising and self.count == 1:
             raise KeyboardInterrupt
-
-    def block(self) -> Any:
-        """SIGINT blocked in this thread (and the threads it starts) and ignored (by the
-        processes it starts); returns the mask to give unblock()."""
-        if not self.installed:
-            return None
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return mask
-
-    def unblock(self, mask: Any) -> None:
-        """SIGINT handled again, and one that came since block() delivered."""
-        if not self.installed:
-            return
-        signal.signal(signal.SIGINT, self._on_sigint)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def resume(self) -> None:
         """From now on, the first SIGINT raises KeyboardInterrupt."""
