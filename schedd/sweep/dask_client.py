@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -35,7 +36,12 @@ def dask_client(workers: int, scheduler: str | None) -> Iterator[Any]:
             # on the user's terminal after a run that succeeded (seen in CI). What a
             # sweep's user needs, a task that failed and with which arguments, the sweep
             # reports.
-            with _workers_ignore_sigint():
+            # No dashboard, but the scheduler's HTTP server (health, metrics) still tries
+            # port 8787 first and warns on stderr when another Dask cluster holds it
+            # (seen beside a second sweep), then takes another port: not the user's
+            # business.
+            with _workers_ignore_sigint(), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=r"Port \d+ is already in use")
                 cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
                                        processes=True, dashboard_address=None,
                                        silence_logs=logging.CRITICAL)
