@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench proto clean
+.PHONY: demo test lint sanitize bench proto clean
 
 # Modules mypyc compiles at install, and the four C modules (setup.py); editing one
 # rebuilds, so no stale build runs.
@@ -37,6 +37,33 @@ test: $(STAMP) lint
 lint: $(STAMP)
 	$(BIN)/ruff check schedd clients tests bench experiments
 	$(BIN)/mypy
+
+# The four C modules built with AddressSanitizer and UndefinedBehaviorSanitizer into
+# build/sanitize (the normal .so files stay), their tests and a fuzz of every entry point
+# run on that build (any stray access or undefined behaviour aborts the run), then a
+# million calls of each entry point on the normal build with memory flat (tests/native/).
+# Python is not instrumented: gcc's libasan is preloaded, and leak detection is off
+# (CPython keeps memory to the end on purpose).
+SANITIZED := build/sanitize
+NATIVE_TESTS := tests/test_row_text.py tests/test_traces_whole_numbers.py \
+                tests/test_node_numbers_c.py tests/test_easy_plain_c.py \
+                tests/test_native_fuzz.py
+# Without gcc and its libasan (the C modules are then not built either) it says so and
+# skips, as the tests that need a missing tool do. -s: a sanitizer's report is printed
+# as the process aborts, which pytest's capture would swallow.
+sanitize: $(STAMP)
+	@asan="$$(gcc -print-file-name=libasan.so 2>/dev/null)"; \
+	if [ ! -f "$$asan" ]; then \
+	    echo "sanitize: skipped: needs gcc with AddressSanitizer's runtime (libasan)" >&2; \
+	    exit 0; \
+	fi; \
+	set -ex; \
+	rm -rf $(SANITIZED); \
+	$(BIN)/python tests/native/build_sanitized.py $(SANITIZED); \
+	PYTHONPATH=tests/native SCHEDD_SANITIZED_DIR=$(SANITIZED) SCHEDD_FUZZ_EXAMPLES=1000 \
+	    LD_PRELOAD="$$asan" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(BIN)/python -m pytest -p no:cacheprovider -p sanitized -s $(NATIVE_TESTS); \
+	$(BIN)/python -m pytest -p no:cacheprovider tests/test_native_leaks.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     except grpc.RpcError as err:
         print(f"schedd-replay: {rpc_error_text(err)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback, as `schedd` commands
+        print("schedd-replay: interrupted", file=sys.stderr)
+        return 130
     replay = summary["replay"]
     print(f"replayed {replay['jobs']} jobs ({replay['mode']}) in {replay['wall_s']:.1f} s; "
           f"wrote {args.out}/jobs.swf, jobs.csv, summary.json")

@@ -332,7 +332,15 @@ static PyObject *rows(PyObject *Py_UNUSED(self), PyObject *args) {
             return NULL;
         }
     }
-    size_t bound = (size_t)per_row * (size_t)n + (size_t)text_total;
+    /* n is checked against a buffer only by columns that have one: a block of constant
+     * columns can ask for any n, and the size must not wrap around to a small buffer. */
+    size_t bound;
+    if (__builtin_mul_overflow((size_t)per_row, (size_t)n, &bound) ||
+        __builtin_add_overflow(bound, (size_t)text_total, &bound) ||
+        bound > (size_t)PY_SSIZE_T_MAX) {
+        release(cols, n_cols);
+        return PyErr_NoMemory();
+    }
     char *buf = PyMem_RawMalloc(bound ? bound : 1);
     if (!buf) {
         release(cols, n_cols);

@@ -457,10 +457,17 @@ def run(args: argparse.Namespace) -> int:
     with staged_dir(out) as staged:
         kept = os.path.join(out, "cache")  # an earlier run's simulations: used again
         cache = args.cache or (kept if os.path.isdir(kept) else os.path.join(staged, "cache"))
-        result = compare(args.trace, args.cluster, runs, args.percent, args.trials,
-                         args.seed_base, args.mode, args.aps_runtimes, _window(args.window),
-                         args.workers, args.non_checkpointable, args.window_by,
-                         args.allow_mixed_ecc, cache)
+        try:
+            result = compare(args.trace, args.cluster, runs, args.percent, args.trials,
+                             args.seed_base, args.mode, args.aps_runtimes,
+                             _window(args.window), args.workers, args.non_checkpointable,
+                             args.window_by, args.allow_mixed_ecc, cache)
+        except KeyboardInterrupt as err:
+            if cache.startswith(staged):  # goes with the staged folder: say so
+                raise type(err)("no simulation kept (a first comparison keeps them when it "
+                                "completes; --cache DIR keeps them whatever happens)"
+                                ) from None
+            raise
         text = markdown(result, baseline)
         figures = json.dumps(result, indent=1, allow_nan=False) + "\n"
         for name, content in (("tables.md", text), ("results.json", figures)):

@@ -222,18 +222,34 @@ def in_background(work: Callable[[], None]) -> Callable[..., None]:
     import threading  # only runs that write run files need it
 
     failed: list[BaseException] = []
+    finished = threading.Event()
 
     def target() -> None:
         try:
             work()
         except BaseException as err:  # handed to the waiting thread
             failed.append(err)
+        finally:
+            finished.set()
 
     thread = threading.Thread(target=target, name="schedd-run-files", daemon=True)
     thread.start()
 
     def wait(raise_error: bool = True) -> None:
+        # Ctrl-C while waiting: the thread is writing in the folder the interrupt will
+        # remove (outputs.staged_dir), so it finishes first, or a file it makes after the
+        # removal would leave the hidden folder behind; the interrupt is raised after.
+        # (Not Thread.join: interrupted, it marks the thread stopped while it still runs,
+        # CPython's bpo-45274 handling.)
+        interrupted: KeyboardInterrupt | None = None
+        while not finished.is_set():
+            try:
+                finished.wait()
+            except KeyboardInterrupt as err:
+                interrupted = err
         thread.join()
+        if interrupted is not None:
+            raise interrupted
         if failed and raise_error:
             raise failed[0]
 

@@ -257,7 +257,8 @@ static PyObject *fit_place(Fit *f, PyObject *args) {
             status = -2;
             break;
         }
-        memcpy(mine, flat.data + first, (size_t)pairs * 2 * sizeof(int64_t));
+        if (pairs) /* none: flat may have no memory yet, and memcpy takes no NULL */
+            memcpy(mine, flat.data + first, (size_t)pairs * 2 * sizeof(int64_t));
         f->held[f->placed] = mine;
         f->held_count[f->placed] = pairs;
         f->placed++;

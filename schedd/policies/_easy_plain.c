@@ -236,6 +236,10 @@ static void release_loop(loop *s) {
     free(s->candidates);
 }
 
+#define NODE_LIMIT ((uint64_t)1 << 62)
+
+static uint64_t magnitude(int64_t v) { return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; }
+
 static int get_column(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
     if (view->len != 8 * n) {
@@ -269,11 +273,29 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
     for (int c = 0; c < 5; c++) {
         if (n < 0) {
             if (PyObject_GetBuffer(objs[c], &views[c], PyBUF_C_CONTIGUOUS) < 0) return NULL;
+            if (views[c].len % 8 != 0) {
+                PyErr_SetString(PyExc_ValueError, "submit: 8-byte values expected");
+                PyBuffer_Release(&views[c]);
+                return NULL;
+            }
             n = views[c].len / 8;
             continue;
         }
         if (get_column(objs[c], &views[c], n, names[c]) < 0) {
             for (int d = 0; d < c; d++) PyBuffer_Release(&views[d]);
+            return NULL;
+        }
+    }
+    /* Every count of nodes the loop keeps (idle, spare, free, extra) is a sum of these:
+     * bounded so, no sum can overflow int64 (as Python's integers never do). */
+    {
+        const int64_t *nodes = views[1].buf;
+        uint64_t sum = magnitude(total);
+        sum = sum > NODE_LIMIT ? sum : sum + magnitude(free_nodes); /* each < 2**63 */
+        for (Py_ssize_t r = 0; r < n && sum <= NODE_LIMIT; r++) sum += magnitude(nodes[r]);
+        if (sum > NODE_LIMIT) {
+            for (int c = 0; c < 5; c++) PyBuffer_Release(&views[c]);
+            PyErr_SetString(PyExc_OverflowError, "node counts beyond what int64 sums hold");
             return NULL;
         }
     }
@@ -315,7 +337,7 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
     long long passes = 0, steps = 0;
     double busy = 0.0, last_t = now, shadow = INFINITY, stuck_at = 0.0;
     int64_t extra = 0, idle = s.free;
-    int waiting = 0, stuck = 0, failed = 0;
+    int waiting = 0, stuck = 0, failed = 0, lost = 0;
     Py_ssize_t nxt = 0, tried = 0;
     PyThreadState *released = PyEval_SaveThread();
     while (s.heap_len || nxt < n) {
@@ -329,7 +351,11 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
                 int64_t row = heap_pop(&s).row;
                 idle += s.nodes[row];
                 Py_ssize_t i = left_of(s.by_end, s.by_end_len, s.predicted[row]);
-                while (s.by_end_row[i] != row) i++;
+                while (i < s.by_end_len && s.by_end_row[i] != row) i++;
+                if (i == s.by_end_len) { /* a NaN end: Python's list raises IndexError */
+                    lost = 1;
+                    break;
+                }
                 memmove(s.by_end + i, s.by_end + i + 1,
                         (size_t)(s.by_end_len - i - 1) * sizeof(double));
                 memmove(s.by_end_row + i, s.by_end_row + i + 1,
@@ -339,6 +365,7 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
                 s.ended[s.ended_len++] = row;
                 waiting = 0;
             }
+            if (lost) break;
             while (nxt < n && s.submit[nxt] == t) s.queue[s.queue_len++] = nxt++;
             passes++;
             if (idle > 0 && s.queue_len) {
@@ -385,6 +412,7 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
             }
             if (!s.heap_len || s.heap[0].end != t) break;
         }
+        if (lost) break;
         if (round == 10000) {
             stuck = 1;
             stuck_at = t;
@@ -408,6 +436,9 @@ static PyObject *run(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *result = NULL;
     if (failed) {
         /* the callback's exception, or the signal's, is set */
+    } else if (lost) {
+        PyErr_SetString(PyExc_IndexError, "a running job's predicted end is not in order "
+                                          "(NaN): list index out of range");
     } else if (stuck) {
         char *text = PyOS_double_to_string(stuck_at, 'g', 6, 0, NULL);
         if (text) {

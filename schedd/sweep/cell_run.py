@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import traceback
 from dataclasses import replace
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .cells import Cell
+from .orphans import partial_prefix
 
 
 def cell_dir(cache: str | Path, key: str) -> Path:
@@ -73,15 +75,21 @@ def run_cell(cell: Cell, cache: str, trace_bytes: bytes | None = None) -> dict[s
 def _store(cache: str, key: str, row: dict[str, Any], results: dict[str, np.ndarray]) -> None:
     final = cell_dir(cache, key)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
-    np.savez_compressed(tmp / "results.npz", **results)  # type: ignore[arg-type]
-    (tmp / "row.json").write_text(json.dumps(row, allow_nan=False, default=_json_default))
+    # Named for this process (orphans.py): if it is killed outright, the next sweep
+    # knows the folder for abandoned; any other failure (Ctrl-C) removes it here.
+    tmp = Path(tempfile.mkdtemp(prefix=partial_prefix(key), dir=final.parent))
     try:
+        np.savez_compressed(tmp / "results.npz", **results)  # type: ignore[arg-type]
+        (tmp / "row.json").write_text(json.dumps(row, allow_nan=False,
+                                                 default=_json_default))
         os.replace(tmp, final)
     except OSError:  # another worker cached the same cell first: keep theirs
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not final.is_dir():
+            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def _json_default(obj: Any) -> Any:

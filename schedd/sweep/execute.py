@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..progress import Progress
+from . import orphans
 from .cell_run import load_cached, run_cell
 from .cells import Cell
 from .dask_client import dask_client, where
@@ -25,6 +26,9 @@ def run_cells(cells: list[Cell], cache: str, *, workers: int = 2,
     cached and how many run where, then their progress (schedd.progress: a bar on a
     terminal, else a line every few seconds and one at the end)."""
     Path(cache).mkdir(parents=True, exist_ok=True)
+    said = orphans.clean(cache).line(cache, prog)  # what a killed sweep left
+    if said:
+        print(said, file=sys.stderr, flush=True)
     rows: list[dict[str, Any] | None] = [load_cached(cache, c.key) for c in cells]
     todo = [i for i, r in enumerate(rows) if r is None]
     print(f"{prog}: {len(cells)} {what}, {len(cells) - len(todo)} cached, {len(todo)} to run "
@@ -38,6 +42,13 @@ def run_cells(cells: list[Cell], cache: str, *, workers: int = 2,
                     bar.step()
             else:
                 _run_on_dask(cells, todo, rows, cache, workers, scheduler, scatter, bar)
+        except KeyboardInterrupt as err:  # Ctrl-C: say what is kept (cli.py prints it)
+            # what the workers cached, whether or not its row came back before Ctrl-C
+            cached = sum(1 for c in cells if load_cached(cache, c.key) is not None)
+            raise type(err)(
+                f"no {what} finished, none kept" if not cached else
+                f"{cached} of {len(cells)} {what} cached in {cache}; the same command "
+                f"runs only the other {len(cells) - cached}") from None
         finally:
             bar.close()
     return [r for r in rows if r is not None]

@@ -19,6 +19,7 @@ are trusted as such.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import inspect
@@ -33,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from ..progress import Progress
+from . import orphans
 from .cells import code_version, file_sha
 from .dask_client import dask_client, where
+from .orphans import partial_prefix
 
 _MISSING = object()
 
@@ -99,10 +102,15 @@ def store_result(cache: str, key: str, result: Any) -> None:
     """Written to a temporary name and renamed: a result is cached whole or not at all."""
     final = _path(cache, key)
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{key}.", dir=final.parent)
-    with os.fdopen(fd, "wb") as f:
-        pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, final)
+    fd, tmp = tempfile.mkstemp(prefix=partial_prefix(key), dir=final.parent)  # orphans.py
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def run_tasks(fn: Callable[..., Any], argsets: Sequence[tuple[Any, ...]], *,
@@ -167,6 +175,9 @@ class TaskRunner:
         failed task with its arguments."""
         if self._code is None:  # the sources do not change during a run: hash them once
             self._code = code_version()
+            said = orphans.clean(self.cache).line(self.cache, self.prog) if self.cache else None
+            if said:  # what a killed run left in the cache
+                print(said, file=sys.stderr, flush=True)
         data = hashlib.sha256("".join(file_sha(str(p)) for p in depends_on).encode()
                               ).hexdigest()
         fn_id = function_id(fn)  # reads the script once per batch, not once per task
