@@ -61,6 +61,33 @@ def starts(engine: Engine) -> dict[int, float]:
     return {jid: j.first_start for jid, j in engine.finished.items()}
 
 
+SACCT_HEAD = "JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|State|Flags"
+
+
+def at_second(s: int) -> str:
+    """A sacct time `s` seconds after 2026-01-01T00:00:00."""
+    return f"2026-01-01T{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def bound_to_log(tmp_path: Path, rows: list[str], conf: str,
+                 **options: float) -> tuple[SlurmPolicy, str | None]:
+    """A `slurm` policy bound, as `schedd simulate` binds it, to a sacct log of `rows`
+    (under SACCT_HEAD) on the 4-node machine with `conf`; and the line saying what was
+    read off the log."""
+    from schedd.slurm.importers import import_log
+    from schedd.traces import normalize
+
+    log = tmp_path / "sacct.txt"
+    log.write_text("\n".join([SACCT_HEAD] + rows) + "\n")
+    setup = machine(tmp_path, conf)
+    trace = normalize(import_log("slurm", str(log)).trace, procs_per_node=1,
+                      max_nodes=10**9)
+    trace, jobs = setup.prepare(trace)
+    policy = SlurmPolicy(SlurmOptions(**options), setup.cluster)
+    said = setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    return policy, said
+
+
 def test_without_backfill_a_submission_waits_for_the_background_pass(tmp_path: Path) -> None:
     # sched/builtin: a submission asks the background thread for a pass, which runs once
     # batch_sched_delay (3 s) has passed since its last one.
@@ -398,28 +425,14 @@ def test_the_time_limit_checks_phase_is_read_off_the_recorded_kills(tmp_path: Pa
     # check after their limit), and three backfilled starts 1 s past
     # each 3 s. SlurmSetup.prepare lets the killed jobs run on past every check, so
     # the phases must come from the ends the log recorded, not from the lengthened jobs.
-    from schedd.slurm.importers import import_log
-    from schedd.traces import normalize
-
-    def at(s: int) -> str:
-        return f"2026-01-01T00:{s // 60:02d}:{s % 60:02d}"
-
     main, bf = "SchedMain", "SchedBackfill"
     rows = [(1, 0, 6, 84, "TIMEOUT", main), (2, 10, 40, 114, "TIMEOUT", main),
             (3, 20, 100, 174, "TIMEOUT", main), (4, 30, 31, 40, "COMPLETED", bf),
             (5, 40, 43, 50, "COMPLETED", bf), (6, 50, 52, 55, "COMPLETED", bf)]
-    lines = ["JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|State|Flags"]
-    lines += [f"{j}|{at(s)}|{at(b)}|{at(e)}|00:01:00|1|4|{state}|{flags}"
-              for j, s, b, e, state, flags in rows]
-    log = tmp_path / "sacct.txt"
-    log.write_text("\n".join(lines) + "\n")
-    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
-                              "bf_interval=3\n")
-    trace = normalize(import_log("slurm", str(log)).trace, procs_per_node=1,
-                      max_nodes=10**9)
-    trace, jobs = setup.prepare(trace)
-    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
-    said = setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    policy, said = bound_to_log(
+        tmp_path, [f"{j}|{at_second(s)}|{at_second(b)}|{at_second(e)}|00:01:00|1|4|"
+                   f"{state}|{flags}" for j, s, b, e, state, flags in rows],
+        "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=3\n")
     assert policy.options.check_phase == 24.0 and policy.options.bf_phase == 1.0, said
     assert said is not None and "3 of 3 time-outs" in said
 
@@ -433,22 +446,12 @@ def test_a_controller_long_up_is_read_off_the_first_jobs_start(
     # (3 s) has passed found the background thread's last pass long enough ago: the
     # controller was up before the log began (boot 600). Started by backfill, or by a
     # main pass that came later, it says nothing: the controller started at time 0.
-    from schedd.slurm.importers import import_log
-    from schedd.traces import normalize
-
-    log = tmp_path / "sacct.txt"
-    log.write_text("JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|State|Flags\n"
-                   f"1|2026-01-01T00:00:00|2026-01-01T00:00:0{wait}|2026-01-01T00:00:30|"
-                   f"00:01:00|1|4|COMPLETED|{flags}\n")
-    setup = machine(tmp_path, "SchedulerType=sched/backfill\n")
-    trace = normalize(import_log("slurm", str(log)).trace, procs_per_node=1,
-                      max_nodes=10**9)
-    trace, jobs = setup.prepare(trace)
-    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
-    setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    row = (f"1|{at_second(0)}|{at_second(wait)}|{at_second(30)}|00:01:00|1|4|COMPLETED|"
+           f"{flags}")
+    conf = "SchedulerType=sched/backfill\n"
+    policy, _ = bound_to_log(tmp_path, [row], conf)
     assert policy.boot == boot
-    policy = SlurmPolicy(SlurmOptions(boot=7.0), setup.cluster)  # given: kept
-    setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    policy, _ = bound_to_log(tmp_path, [row], conf, boot=7.0)  # given: kept
     assert policy.boot == 7.0
 
 
@@ -456,23 +459,9 @@ def test_the_backfill_phase_is_the_one_the_log_starts_with(tmp_path: Path) -> No
     # The agent sleeps bf_interval from each cycle's end, so its phase drifts: here the
     # log's first 20 backfilled starts fall 1 s past each 5 s and the next 40 at 2 s.
     # The phase a simulation starts from is the first one.
-    from schedd.slurm.importers import import_log
-    from schedd.traces import normalize
-
-    def at(s: int) -> str:
-        return f"2026-01-01T{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
-
     starts = [5 * k + 1 for k in range(20)] + [5 * k + 2 for k in range(20, 60)]
-    lines = ["JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|State|Flags"]
-    lines += [f"{j + 1}|{at(b - 1)}|{at(b)}|{at(b + 3)}|00:01:00|1|4|COMPLETED|SchedBackfill"
-              for j, b in enumerate(starts)]
-    log = tmp_path / "sacct.txt"
-    log.write_text("\n".join(lines) + "\n")
-    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
-                              "bf_interval=5\n")
-    trace = normalize(import_log("slurm", str(log)).trace, procs_per_node=1,
-                      max_nodes=10**9)
-    trace, jobs = setup.prepare(trace)
-    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
-    said = setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+    policy, said = bound_to_log(
+        tmp_path, [f"{j + 1}|{at_second(b - 1)}|{at_second(b)}|{at_second(b + 3)}|00:01:00|"
+                   "1|4|COMPLETED|SchedBackfill" for j, b in enumerate(starts)],
+        "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=5\n")
     assert policy.options.bf_phase == 1.0, said
