@@ -128,6 +128,36 @@ def test_notice_and_ecc_and_clock_limits(stub):
     engine_alive(stub)
 
 
+def test_a_clock_past_the_last_time_refuses_new_work():
+    """Jobs may run on past MAX_TIME, so a lockstep clock can stand past it; a submission,
+    a notice or an ECC dated "now" then is refused with one sentence, never accepted with
+    a time outside the limits (a fresh-clone fuzz run accepted submit_time 10000000001)."""
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:16", "--policy", "easy-e",
+                    "--ckpt", "trace") as d:
+        stub = d.stub()
+        stub.AdvanceClock(pb.AdvanceClockRequest(to=limits.MAX_TIME - 10), timeout=TIMEOUT)
+        stub.SubmitJob(pb.SubmitJobRequest(job_id=1, nodes=1, walltime=200, runtime=100),
+                       timeout=TIMEOUT)
+        stub.SubmitJob(pb.SubmitJobRequest(job_id=2, nodes=1, walltime=500, runtime=400),
+                       timeout=TIMEOUT)
+        # `to` and `by` stop at MAX_TIME; running the jobs out does not.
+        stub.AdvanceClock(pb.AdvanceClockRequest(until_idle=True), timeout=TIMEOUT)
+        assert stub.GetClock(pb.GetClockRequest(), timeout=TIMEOUT).now > limits.MAX_TIME
+        late = grpc.StatusCode.FAILED_PRECONDITION
+        refused(stub.SubmitJob, pb.SubmitJobRequest(job_id=3, nodes=1, walltime=10), late,
+                "latest time")
+        refused(stub.SubmitJobs, iter([pb.SubmitJobsRequest(
+            jobs=[pb.SubmitJobRequest(job_id=4, nodes=1, walltime=10)])]), late, "latest time")
+        refused(stub.AdvanceNotice, pb.AdvanceNoticeRequest(
+            job_id=5, expected_arrival=limits.MAX_TIME, nodes=1, walltime=10), late,
+            "latest time")
+        refused(stub.ElasticControl, pb.ElasticControlRequest(
+            job_id=2, kind=pb.ECC_KIND_ET, amount=5), late, "latest time")
+        jobs = stub.ListJobs(pb.ListJobsRequest(page_size=10), timeout=TIMEOUT).jobs
+        assert sorted(j.job_id for j in jobs) == [1, 2]
+        assert healthy(d) == health_pb2.HealthCheckResponse.SERVING
+
+
 # ---------------------------------------------------------------- job ids (item 2)
 def test_a_huge_explicit_id_does_not_starve_assigned_ids(stub):
     huge = stub.SubmitJob(pb.SubmitJobRequest(job_id=2**53, nodes=1, walltime=5),

@@ -141,6 +141,18 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     def _now(self) -> float:
         return self.host.clock.now()
 
+    def _now_accepting(self) -> float:
+        """The clock's reading, for new work dated "now": jobs may run on past MAX_TIME,
+        so a lockstep clock can stand there, but nothing is accepted with a time outside
+        the limits every reader of the journal relies on."""
+        now = self.host.clock.now()
+        if now > limits.MAX_TIME:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
+                          f"the clock ({now:.0f} s) is past the latest time schedd accepts "
+                          f"new work at ({limits.MAX_TIME:g} s, year 2286); nothing more "
+                          "can be submitted, noticed or changed")
+        return now
+
     def _record(self, job_id: int) -> JobRecord:
         rec = self.host.record(job_id)  # finished jobs come from the results store
         if rec is None:
@@ -282,7 +294,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                          f"nodes ({nodes})")
         elif r.min_nodes:
             _invalid("min_nodes is for malleable jobs only")
-        now = self._now()
+        now = self._now_accepting()
         submit = now
         if r.HasField("submit_time"):
             submit = max(now, _limit("submit_time", r.submit_time))
@@ -593,7 +605,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                     notice_time: float | None, source: str = "rpc") -> dict[str, Any]:
         """Validate an advance notice (RPC and MQTT share this)."""
         _limit("job_id", job_id)
-        now = self._now()
+        now = self._now_accepting()
         when = now if notice_time is None else max(now, _limit("notice_time", notice_time))
         if job_id in self.host.records:
             rec = self._owned(job_id)
@@ -617,6 +629,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     async def ElasticControl(self, request: pb.ElasticControlRequest,
                              context: grpc.aio.ServicerContext) -> pb.ElasticControlResponse:
         async def build(fp: str = "") -> dict[str, Any]:
+            now = self._now_accepting()
             kind = ECC_OF_PB.get(request.kind)
             if kind is None:
                 _invalid(f"unknown elastic control command type {request.kind}; expected "
@@ -629,7 +642,6 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                 raise Refused(grpc.StatusCode.FAILED_PRECONDITION,
                               f"policy {policy.name} has no ECC processor, so it does not "
                               "apply elastic control commands (run its -e variant)")
-            now = self._now()
             when = max(now, _limit("time", request.time)) if request.HasField("time") else now
             st = Stimulus("ecc", {"job_id": request.job_id, "time": when, "kind": kind,
                                   "amount": amount},
