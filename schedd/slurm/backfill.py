@@ -23,7 +23,7 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Callable
 
-from .select import Nodes, Placement, Request, Running, will_run
+from .select import Nodes, Placement, Releases, Request, Running, will_run
 
 
 class Candidate:
@@ -118,10 +118,15 @@ def _by_end(run: Running) -> float:
 def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                    running: list[Running], all_nodes: int, res: int, window: float,
                    max_test: int, max_start: int, window_scale: int, epoch: float,
-                   start: Callable[[Candidate, Placement], Running]) -> tuple[bool, int]:
+                   start: Callable[[Candidate, Placement], Running],
+                   more: bool = False, exhaustive: bool = False) -> tuple[bool, int]:
     """Run one cycle; `start(candidate, placement)` starts a job now and returns it as a
-    running job. `running` is sorted by expected end. Returns (whether any job got an
-    expected start — Slurm's update that keeps the agent cycling — and jobs started)."""
+    running job. `running` is sorted by expected end. `more`: jobs that cannot start now
+    wait after the candidates (the caller left them out). `exhaustive` tests every job
+    up to the last that could start when the cycle began, in full (the tests' reference
+    for the shortcuts). Returns (whether any job got
+    an expected start — Slurm's update that keeps the agent cycling — and jobs
+    started)."""
     # Only a job that fits the free CPUs of its partition now can start in this cycle:
     # starts take CPUs and reservations take nodes, nothing gives any back. Jobs after the
     # last such job only get expected starts, which nothing keeps past the cycle: a cycle
@@ -133,14 +138,18 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
         if nodes.could_fit(candidates[i].req, candidates[i].usable):
             last = i
     if last < 0:
-        return bool(candidates), 0
+        return bool(candidates) or more, 0
+    more = more or len(candidates) > last + 1
     space = NodeSpace(floor_to(now, res, epoch), floor_to(now + window, res, epoch),
                       all_nodes, res)
     estimates = False
     tried = 0
     started = 0
     tested: dict[tuple[int, int, int, int, bool, bool], tuple[float, Placement] | None] = {}
-    for i in range(last + 1):
+    steps: dict[int, Releases] = {}  # the will-run test's release steps, per usable nodes
+    i = -1
+    while i < last:
+        i += 1
         job = candidates[i]
         if tried >= max_test:
             break
@@ -148,27 +157,31 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
         req = job.req
         start_res = now
         counted = False
+        # The last job that could start now, once the cycle's answer is known (some job
+        # got an expected start or started): only whether it starts now matters, as for
+        # a job that may not reserve; its expected start and reservation change nothing.
+        now_only = job.no_reserve or (not exhaustive and i == last
+                                      and (estimates or started > 0 or more))
         while True:
             end_time = max(start_res, now) + limit
             avail, later = space.available(job.usable, start_res, end_time)
             if avail.bit_count() < req.min_nodes:
-                if later and not job.no_reserve:
+                if later and not now_only:
                     start_res = later
                     continue
                 break
             if not counted:
                 counted = True
                 tried += 1
-            key = (avail, req.cpus, req.min_nodes, req.max_nodes, req.exclusive,
-                   job.no_reserve)
+            key = (avail, req.cpus, req.min_nodes, req.max_nodes, req.exclusive, now_only)
             if key in tested:
                 found = tested[key]
             else:  # same nodes, same request, nothing started since: same answer
-                found = will_run(nodes, avail, req, running, now, window_scale,
-                                 job.no_reserve, epoch)
+                found = will_run(nodes, avail, req, running, now, window_scale, now_only,
+                                 epoch, steps)
                 tested[key] = found
             if found is None:
-                if later and not job.no_reserve:
+                if later and not now_only:
                     start_res = later
                     continue
                 break
@@ -176,9 +189,14 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
             when = max(when, start_res)
             if when <= now:
                 tested.clear()
+                steps.clear()
                 run = start(job, place)
                 insort(running, run, key=_by_end)
                 started += 1
+                # Fewer CPUs are free: the last job that could start now may come sooner.
+                while not exhaustive and last > i and not nodes.could_fit(candidates[last].req,
+                                                       candidates[last].usable):
+                    last -= 1
                 if req.exclusive:  # _bf_reserve_running: whole nodes until its end
                     space.reserve(space.begin[0], floor_to(run.end, res, epoch),
                                   place.mask)
@@ -202,4 +220,4 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
             break
         if max_start and started >= max_start:
             break
-    return estimates or started > 0 or len(candidates) > last + 1, started
+    return estimates or started > 0 or more, started

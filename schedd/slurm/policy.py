@@ -35,6 +35,7 @@ background tick, then a backfill cycle.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field, replace
 
 from ..core.cluster import Cluster, NodePool
@@ -60,6 +61,10 @@ _EPS = 1e-9  # s: instants closer than this are one
 
 def _by_end(run: Running) -> float:
     return run.end
+
+
+def _order(p: _Pending) -> tuple[int, int, float, int]:
+    return p.order  # type: ignore[no-any-return]
 
 
 PERIODIC_TIMEOUT = 30.0  # slurmctld.h: time limits are checked this often (s)
@@ -115,24 +120,37 @@ def default_conf(cluster: Cluster) -> SlurmConf:
 
 
 class _Pending:
-    __slots__ = ("id", "job", "sj", "assoc", "prio", "eligible", "never", "seq", "req",
-                 "tested")
+    __slots__ = ("id", "job", "sj", "assoc", "_prio", "eligible", "never", "seq", "req",
+                 "tested", "tier", "order")
 
-    def __init__(self, job: Job, sj: SlurmJob, assoc: Assoc | None, seq: int):
+    def __init__(self, job: Job, sj: SlurmJob, assoc: Assoc | None, seq: int, tier: int):
         self.id = job.id
         self.job = job
         self.sj = sj
         self.assoc = assoc
         self.req = SlurmPolicy._request(sj)
         self.tested = False  # a backfill cycle tried to place it (Slurm's total_cpus set)
-        self.prio = 0
+        self.tier = tier  # its partition's PriorityTier
         self.eligible: float | None = None  # when it became eligible (begin time)
         self.never = False  # its dependency can never be met
         self.seq = seq
+        self.prio = 0
+
+    @property
+    def prio(self) -> int:
+        return self._prio
+
+    @prio.setter
+    def prio(self, value: int) -> None:
+        # Slurm's queue order (sort_job_queue2), kept with the priority it depends on:
+        # the queue is sorted at every pass, and a key built per job per pass was most of
+        # a long trace's sorting time.
+        self._prio = value
+        self.order = (-self.tier, -value, self.job.submit, self.id)
 
 
 class _Run:
-    __slots__ = ("id", "job", "sj", "assoc", "at", "start", "end")
+    __slots__ = ("id", "job", "sj", "assoc", "at", "start", "end", "view")
 
     def __init__(self, p: _Pending, at: Placement, start: float):
         self.id = p.id
@@ -143,6 +161,7 @@ class _Run:
         self.start = start
         limit = p.sj.time_limit if p.sj.time_limit != math.inf else YEAR
         self.end = start + limit  # Slurm's end_time
+        self.view: Running | None = None  # as the will-run test sees it, while running
 
 
 class SlurmPolicy(Policy):
@@ -151,6 +170,8 @@ class SlurmPolicy(Policy):
                "Tree fair-share, the main scheduler and sched/backfill (docs/slurm.md)")
     Options = SlurmOptions
     processes_eccs = False
+    # Tests' reference: every backfill cycle built and run in full, no shortcut taken.
+    exhaustive_backfill = False
 
     def __init__(self, options: SlurmOptions, cluster: Cluster):
         super().__init__(options, cluster)
@@ -225,6 +246,12 @@ class SlurmPolicy(Policy):
         self.started_now = 0  # jobs started in this instant (still in the engine's queue)
         # Jobs that ended, holding their nodes until their epilog completes.
         self.releasing: list[tuple[float, _Run]] = []
+        # Running jobs as the will-run test sees them, in order of expected end: kept as
+        # jobs start and end where each one's guessed end is fixed (a finite
+        # OverTimeLimit everywhere), rebuilt at every backfill cycle otherwise.
+        self.views: list[Running] = []
+        self.static_guess = conf.over_time_limit != math.inf and all(
+            part.over_time_limit != math.inf for part in conf.partitions)
         self.epilog = float(self.options.epilog)
         self.finished: dict[int, tuple[JobState, float]] = {}  # dependency targets
         self.last_seen: tuple[float, int] = (-math.inf, -1)
@@ -328,6 +355,8 @@ class SlurmPolicy(Policy):
             if state is JobState.RUNNING or state is JobState.CHECKPOINTING:
                 continue
             del self.running[run.id]
+            if run.view is not None:
+                self._drop_view(run.view)
             self.releasing.append((now + self.epilog, run))
             out.append(run)
         return out
@@ -373,7 +402,8 @@ class SlurmPolicy(Policy):
                                  job.queue)
             assoc = self._assoc_of(sj)
             self.seq += 1
-            p = _Pending(job, sj, assoc, self.seq)
+            p = _Pending(job, sj, assoc, self.seq,
+                         self.conf.partitions[sj.partition].priority_tier)  # type: ignore[union-attr]
             p.prio = self._set_priority(p, now, True)  # set_job_prio, at its creation
             self.pending[job.id] = p
             if sj.dep_kind and sj.dep_on >= 0:
@@ -562,6 +592,10 @@ class SlurmPolicy(Policy):
         del self.pending[p.id]
         run = _Run(p, at, now)
         self.running[p.id] = run
+        if self.static_guess:
+            # The guess as it stands, not yet moved past `now` (_running_view does that).
+            run.view = self._running_of(run, -math.inf)
+            insort(self.views, run.view, key=_by_end)
         decisions.append(Start(p.id, place=at.place(self.nodes.total)) if self.placed
                          else Start(p.id))
         self.started_by[p.id] = how
@@ -575,10 +609,10 @@ class SlurmPolicy(Policy):
         """Runnable pending jobs in Slurm's order: partition tier, priority, submit time,
         job id (sort_job_queue2)."""
         parts = self.conf.partitions  # type: ignore[union-attr]
-        ready = [p for p in self.pending.values() if self._runnable(p, now)
-                 and parts[p.sj.partition].up]
-        ready.sort(key=lambda p: (-parts[p.sj.partition].priority_tier, -p.prio,
-                                  p.job.submit, p.id))
+        runnable = self._runnable
+        ready = [p for p in self.pending.values()
+                 if (p.eligible is not None or runnable(p, now)) and parts[p.sj.partition].up]
+        ready.sort(key=_order)
         return ready
 
     def _main_pass(self, now: float, full: bool, decisions: list[Decision]) -> None:
@@ -692,10 +726,23 @@ class SlurmPolicy(Policy):
         self.bf_last = now
         self.bf_update = None
         self.bf_changed = False
+        queue = self._queue(now)
+        for p in queue[:sched.bf_max_job_test]:
+            p.tested = True
+        # backfill_cycle's first test, made here before the candidates and the running
+        # jobs are built: only a job that fits its partition's free CPUs now can start,
+        # the jobs after the last such one only get expected starts, which nothing keeps,
+        # and most cycles of a long trace have no such job at all.
+        nodes, masks = self.nodes, self.part_masks
+        last = len(queue) - 1
+        while not self.exhaustive_backfill and last >= 0 and not nodes.could_fit(
+                queue[last].req, masks[queue[last].sj.partition]):
+            last -= 1
+        if last < 0:
+            self._after_cycle(now, bool(queue))
+            return
         candidates = []
-        for k, p in enumerate(self._queue(now)):
-            if k < sched.bf_max_job_test:
-                p.tested = True
+        for p in queue[:last + 1]:
             sj = p.sj
             limit = min(sj.time_limit, conf.partitions[sj.partition].max_time)
             candidates.append(Candidate(p.id, self.part_masks[sj.partition],
@@ -709,7 +756,11 @@ class SlurmPolicy(Policy):
         estimates, _ = backfill_cycle(
             now, candidates, self.nodes, self._running_view(now), self.all_mask,
             max(sched.bf_resolution, 1), float(sched.bf_window), sched.bf_max_job_test,
-            sched.bf_max_job_start, sched.bf_window_scale, float(self.options.epoch), start)
+            sched.bf_max_job_start, sched.bf_window_scale, float(self.options.epoch), start,
+            len(queue) > last + 1, self.exhaustive_backfill)
+        self._after_cycle(now, estimates)
+
+    def _after_cycle(self, now: float, estimates: bool) -> None:
         self.bf_estimates = estimates
         # _more_work compares whole seconds (last_job_update >= last_backfill_time): an
         # update in the cycle's own second, even one the cycle has seen, is work for the
@@ -733,11 +784,26 @@ class SlurmPolicy(Policy):
         `_will_run_test` releases those "cleaning" jobs too, at `_guess_job_end` of
         their real end. Without them a job waiting for their nodes could get no
         expected start, and backfill would start others on the nodes it waits for."""
-        out = [self._running_of(run, now) for run in self.running.values()]
-        out += [self._running_of(run, now, released - self.epilog)
-                for released, run in self.releasing]
-        out.sort(key=_by_end)
+        if not self.static_guess:
+            out = [self._running_of(run, now) for run in self.running.values()]
+            out += [self._running_of(run, now, released - self.epilog)
+                    for released, run in self.releasing]
+            out.sort(key=_by_end)
+            return out
+        # The same list from the views kept in end order since each start (ties in start
+        # order, as the stable sort above leaves them), a guess that has passed moved to
+        # the next second, and the completing jobs after the running ones they tie with.
+        out = [r if r.guess > now else Running(r.end, r.at, now + 1) for r in self.views]
+        for released, run in self.releasing:
+            insort(out, self._running_of(run, now, released - self.epilog), key=_by_end)
         return out
+
+    def _drop_view(self, view: Running) -> None:
+        views = self.views
+        i = bisect_left(views, view.end, key=_by_end)
+        while views[i] is not view:
+            i += 1
+        del views[i]
 
     def _running_of(self, run: _Run, now: float, ended: float | None = None) -> Running:
         conf = self.conf

@@ -274,28 +274,44 @@ class Running:
         return (Running, (self.end, self.at, self.guess))
 
 
-def will_run(nodes: Nodes, usable: int, req: Request, running: Sequence[Running],
-             now: float, window_scale: int = 0, now_only: bool = False,
-             epoch: float = 0.0) -> tuple[float, Placement] | None:
-    """(expected start, placement) of the job among the nodes of bitmask `usable`, or None
-    if it never fits there (or, with `now_only`, does not fit now). `running` is sorted by
-    expected end (stable: ties keep their order). Times are seconds after Unix time
-    `epoch`: the windows start at multiples of 30 s of Unix time."""
-    place = nodes.place(req, usable)
-    if place is not None:
-        return now, place
-    if now_only:
-        return None
-    ordered = [r for r in running if r.at.mask & usable]  # `running` is in end order
-    if not ordered:
-        return None
-    future = nodes.copy()
-    window = 30
-    first = ordered[0].end
-    base = first + (30 - (first + epoch) % 30)
-    k = 0
-    while k < len(ordered):
-        last = ordered[k]
+class Releases:
+    """The will-run test's steps on one set of usable nodes (`_will_run_test`): running
+    jobs released in order of expected end, in groups — every job ending within a window
+    of 30 s (then 60, 120, ... s, or + `window_scale`) past the first end rounded up to a
+    multiple of 30 s of Unix time — and after each group the free CPUs and the start that
+    group gives (the end of its last job, or its guessed end once that has passed). Steps
+    are made as a test needs them and kept, so every job a backfill cycle tests on the
+    same nodes, while nothing starts, shares them."""
+
+    __slots__ = ("starts", "states", "ordered", "k", "window", "base", "scale", "now",
+                 "future")
+
+    def __init__(self, nodes: Nodes, usable: int, running: Sequence[Running], now: float,
+                 window_scale: int = 0, epoch: float = 0.0) -> None:
+        self.starts: list[float] = []
+        self.states: list[Nodes] = []
+        # `running` is in end order (stable: ties keep their order).
+        self.ordered = [r for r in running if r.at.mask & usable]
+        self.k = 0
+        self.window = 30
+        self.scale = window_scale
+        self.now = now
+        self.future = nodes
+        self.base = 0.0
+        if self.ordered:
+            self.future = nodes.copy()
+            first = self.ordered[0].end
+            self.base = first + (30 - (first + epoch) % 30)
+
+    def step(self) -> bool:
+        """Release the next group; False when every job has been released."""
+        ordered = self.ordered
+        k = self.k
+        if k >= len(ordered):
+            return False
+        future = self.future
+        base = self.base
+        window = self.window
         while True:
             last = ordered[k]
             future.give(last.at)
@@ -303,10 +319,44 @@ def will_run(nodes: Nodes, usable: int, req: Request, running: Sequence[Running]
             if k >= len(ordered) or ordered[k].end > base + window:
                 break
         # A do-while in Slurm: the window grows at least once after every group.
-        window = window + window_scale if window_scale else window * 2
+        scale = self.scale
+        window = window + scale if scale else window * 2
         while k < len(ordered) and ordered[k].end > base + window:
-            window = window + window_scale if window_scale else window * 2
-        place = future.place(req, usable)
+            window = window + scale if scale else window * 2
+        self.k = k
+        self.window = window
+        self.starts.append(last.end if last.end > self.now else last.guess)
+        # The last step's state is the future itself: nothing is released after it.
+        self.states.append(future.copy() if k < len(ordered) else future)
+        return True
+
+
+def will_run(nodes: Nodes, usable: int, req: Request, running: Sequence[Running],
+             now: float, window_scale: int = 0, now_only: bool = False,
+             epoch: float = 0.0,
+             steps: dict[int, Releases] | None = None) -> tuple[float, Placement] | None:
+    """(expected start, placement) of the job among the nodes of bitmask `usable`, or None
+    if it never fits there (or, with `now_only`, does not fit now). `running` is sorted by
+    expected end (stable: ties keep their order). Times are seconds after Unix time
+    `epoch`: the windows start at multiples of 30 s of Unix time. `steps`, kept by a
+    caller while `nodes` and `running` stay as they are, shares the release steps of
+    each set of usable nodes between tests."""
+    place = nodes.place(req, usable)
+    if place is not None:
+        return now, place
+    if now_only:
+        return None
+    releases = steps.get(usable) if steps is not None else None
+    if releases is None:
+        releases = Releases(nodes, usable, running, now, window_scale, epoch)
+        if steps is not None:
+            steps[usable] = releases
+    states = releases.states
+    i = 0
+    while True:
+        if i == len(states) and not releases.step():
+            return None
+        place = states[i].place(req, usable)
         if place is not None:
-            return (last.end if last.end > now else last.guess), place
-    return None
+            return releases.starts[i], place
+        i += 1

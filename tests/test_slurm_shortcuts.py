@@ -1,0 +1,117 @@
+"""The `slurm` policy's shortcuts change nothing it decides: the will-run test's release
+steps shared between jobs, the running jobs kept in end order between cycles, and a
+backfill cycle that stops at the last job able to start now (docs/benchmarks.md, "Slurm
+emulation beside EASY"). Each is checked against the policy doing the whole work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_slurm_policy import job, machine
+
+from schedd.core.engine import Engine, EngineOptions
+from schedd.core.job import JobSpec
+from schedd.slurm.jobs import SlurmJob
+from schedd.slurm.machine import SlurmSetup
+from schedd.slurm.policy import SlurmOptions, SlurmPolicy
+from schedd.slurm.select import Nodes, Placement, Releases, Request, Running, will_run
+
+
+def _request(data: st.DataObject, total: list[int]) -> Request:
+    exclusive = data.draw(st.booleans())
+    n = data.draw(st.integers(1, len(total)))
+    cpus = data.draw(st.integers(1, sum(total)))
+    return Request(n if exclusive else cpus, n if exclusive else 1,
+                   n if exclusive else cpus, exclusive)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=8), st.data())
+def test_shared_release_steps_answer_as_fresh_ones(total: list[int],
+                                                   data: st.DataObject) -> None:
+    nodes = Nodes(total)
+    every = (1 << len(total)) - 1
+    running: list[Running] = []
+    for _ in range(data.draw(st.integers(0, 8))):
+        at = nodes.place(_request(data, total), every)
+        if at is None:
+            continue
+        nodes.take(at)
+        end = float(data.draw(st.integers(1, 400)))
+        running.append(Running(end, at, end + data.draw(st.sampled_from([0, 30, 90]))))
+    running.sort(key=lambda r: r.end)
+    now = float(data.draw(st.integers(0, 300)))
+    scale = data.draw(st.sampled_from([0, 0, 45]))
+    steps: dict[int, Releases] = {}
+    for _ in range(12):
+        req = _request(data, total)
+        usable = data.draw(st.integers(1, every))
+        now_only = data.draw(st.booleans())
+        fresh = will_run(nodes, usable, req, running, now, scale, now_only, 7.0)
+        shared = will_run(nodes, usable, req, running, now, scale, now_only, 7.0, steps)
+        if fresh is None or shared is None:
+            assert fresh is shared is None
+        else:
+            assert fresh[0] == shared[0]
+            assert (fresh[1].full, fresh[1].partial) == (shared[1].full, shared[1].partial)
+    # Sharing left the machine as it was.
+    assert isinstance(nodes, Nodes) and all(isinstance(r.at, Placement) for r in running)
+
+
+CONFS = [
+    "SchedulerParameters=bf_interval=2\n",
+    "SchedulerParameters=bf_interval=5,bf_resolution=60,bf_max_job_test=4\n",
+    "SchedulerParameters=bf_interval=3,bf_window=10,bf_max_job_start=2\nOverTimeLimit=1\n",
+    "SchedulerParameters=bf_interval=2,bf_min_age_reserve=20\n",
+]
+PARTS = """\
+NodeName=n[1-6] CPUs=4
+PartitionName=short Nodes=n[1-6] Default=YES MaxTime=5 PriorityTier=2
+PartitionName=long Nodes=n[1-4] MaxTime=INFINITE PriorityTier=1
+"""
+
+
+def _schedule(setup: SlurmSetup, jobs: list[tuple[JobSpec, SlurmJob]],
+              whole: bool) -> tuple[list[tuple[int, float, float]], dict[str, int]]:
+    policy = SlurmPolicy(SlurmOptions(boot=600.0, epilog=1.0), setup.cluster)
+    policy.configure(setup.conf, setup.assocs, {spec.id: sj for spec, sj in jobs})
+    if whole:  # the reference: every cycle in full, the running jobs rebuilt each time
+        policy.exhaustive_backfill = True
+        policy.static_guess = False
+    engine = Engine(setup.cluster, policy,
+                    options=EngineOptions(keep_finished=True, **policy.engine_overrides()))
+    engine.feed(sorted((spec for spec, _ in jobs), key=lambda s: (s.submit, s.id)))
+    while engine.step():
+        pass
+    done = sorted((j.id, j.first_start, j.end_time) for j in engine.finished.values())
+    return done, policy.stats()
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(conf=st.sampled_from(CONFS), parts=st.booleans(), data=st.data())
+def test_backfill_shortcuts_decide_as_the_whole_cycle(tmp_path: Path, conf: str, parts: bool,
+                                                     data: st.DataObject) -> None:
+    setup = machine(tmp_path, conf, PARTS if parts else
+                    "NodeName=n[1-6] CPUs=4\nPartitionName=batch Nodes=ALL Default=YES\n")
+    jobs = []
+    submit = 0.0
+    for jid in range(1, data.draw(st.integers(1, 40)) + 1):
+        submit += data.draw(st.sampled_from([0.0, 0.0, 1.0, 3.0, 17.0, 60.0]))
+        limit = 60.0 * data.draw(st.integers(1, 8))
+        runtime = float(data.draw(st.integers(1, 600)))  # some outlive their limit
+        partition = data.draw(st.integers(0, 1)) if parts else 0
+        width = 4 if partition else 6
+        if data.draw(st.booleans()):
+            jobs.append(job(setup, jid, submit, runtime, nodes=data.draw(st.integers(1, width)),
+                            limit=limit, partition=partition))
+        else:
+            jobs.append(job(setup, jid, submit, runtime,
+                            cpus=data.draw(st.integers(1, 4 * width)), limit=limit,
+                            partition=partition))
+    quick, quick_stats = _schedule(setup, jobs, whole=False)
+    whole, whole_stats = _schedule(setup, jobs, whole=True)
+    assert quick == whole
+    assert quick_stats == whole_stats
