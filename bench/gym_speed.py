@@ -21,6 +21,10 @@ copied into this repository. Gym 0.26 seeds with a numpy Generator, which has no
 first rows, which is also how both environments get the same sequences. Without
 --rlscheduler only PickJob is measured.
 
+Beside each pair, the engine alone: `schedd.sim.simulate` on the same sequences with the
+policy FCFS picks amount to (EASY with backfilling, FCFS without), its time per PickJob
+step: what any environment driving this engine spends at least, whatever its own code.
+
 Without backfilling and with FCFS picks both environments schedule the same way (start
 the first waiting job when it fits, else wait for releases), so the mean bounded
 slowdowns they report must agree: the table says on how many sequences they do.
@@ -101,6 +105,27 @@ def ours(trace: str, first_jobs: list[int], backfill: bool) -> list[dict]:
     return out
 
 
+def engine_alone(trace: str, first_jobs: list[int], backfill: bool) -> float:
+    """Seconds `schedd.sim.simulate` takes on the same sequences with the policy PickJob's
+    FCFS picks amount to (EASY with backfilling, FCFS without): the engine's own share of
+    an episode, a floor under PickJob's step time that no environment on this engine
+    goes below."""
+    from schedd.gym import sequences
+    from schedd.policies import make_policy
+    from schedd.sim import simulate
+
+    env = PickJob(trace=trace, jobs=256)
+    ids = env.trace.columns["job_id"]
+    policy = "easy" if backfill else "fcfs"
+    total = 0.0
+    for job in first_jobs:
+        seq = sequences.sequence(env.trace, int(np.flatnonzero(ids == job)[0]), 256)
+        t0 = time.perf_counter()
+        simulate(seq, env.cluster, make_policy(policy, [], env.cluster))
+        total += time.perf_counter() - t0
+    return total
+
+
 def theirs(gitdir: str, python: str, trace: str, rows: list[int], backfill: bool
            ) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="rlscheduler-") as tmp:
@@ -150,6 +175,8 @@ def main() -> int:
         mine = ours(args.trace, first_jobs, backfill)
         report[f"pickjob_backfill={backfill}"] = mine
         steps, per_s, reset = rate(mine)
+        floor_s = engine_alone(args.trace, first_jobs, backfill)
+        report[f"engine_alone_backfill={backfill}_s"] = floor_s
         other = None
         if args.rlscheduler:
             other = theirs(args.rlscheduler, args.rl_python or sys.executable, args.trace,
@@ -163,6 +190,12 @@ def main() -> int:
                      f"{per_s / o_per_s:,.1f}x |" if other else
                      f"| schedd PickJob | {'EASY' if backfill else 'none'} | {steps:,} | "
                      f"{per_s:,.0f} | {1000 * reset:,.1f} | - |")
+        lines.append(f"| (schedd's engine alone, `simulate` with "
+                     f"{'EASY' if backfill else 'FCFS'} on the same sequences: "
+                     f"{1e6 * floor_s / steps:,.0f} us per PickJob step, at most "
+                     f"{steps / floor_s:,.0f} steps/s"
+                     + (f" = {steps / floor_s / o_per_s:,.1f}x HPCEnv" if other else "")
+                     + ") | | | | | |")
         if other and not backfill:
             same = [abs(a["bsld"] - b["bsld"]) <= 1e-9 * max(1.0, abs(b["bsld"]))
                     for a, b in zip(mine, other, strict=True)]

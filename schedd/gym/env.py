@@ -128,7 +128,7 @@ class PickJob(gymnasium.Env):
             reward = rewards.final_reward(self.summary, self.reward_kind)
             self._potential = 0.0
             self._obs = {name: np.zeros(shape) for name, shape in self._shapes.items()}
-            self._mask = np.zeros_like(self._mask)
+            self._mask[:] = 0
             self._n = 0
         if self.shaping:
             reward += self.shaping * (self._potential - before)
@@ -176,9 +176,10 @@ class PickJob(gymnasium.Env):
             slot, self._pending = self._pending, None
             return slot
         self._obs = {"jobs": jobs, "machine": machine}
-        self._n = n
-        self._mask = np.zeros_like(self._mask)
-        self._mask[:n] = 1
+        if n != self._n:
+            self._mask[:] = 0
+            self._mask[:n] = 1
+            self._n = n
         if self.shaping:
             engine = self._engine
             assert engine is not None
