@@ -45,6 +45,8 @@ def align(rows: Rows, win: list[Job], notices: Mapping[int, Notice]
     copies: list[tuple[int, int, int]] = []
     fresh: list[int] = []
     values: list[tuple[float, ...]] = []
+    # The new window's values: runs of kept rows are sliced from the last ones (no float
+    # is boxed again), fresh rows appended.
     nodes_out: list[int] = []
     wall_out: list[float] = []
     est_out: list[float] = []
@@ -59,39 +61,47 @@ def align(rows: Rows, win: list[Job], notices: Mapping[int, Notice]
         est = wall
         if any_notice and job.id in notices:
             est = notices[job.id].walltime
-        nodes_out.append(nodes)
-        wall_out.append(wall)
-        est_out.append(est)
         k = i
         if k < m and prev[k] is not job:  # jobs that left (or a new one): look ahead
             k += 1
             while k < m and prev[k] is not job:
                 k += 1
         if k < m and p_nodes[k] == nodes and p_wall[k] == wall and p_est[k] == est:
-            if run_dst >= 0 and k == run_src + (j - run_dst):
-                pass  # the run goes on
-            else:
+            if run_dst < 0 or k != run_src + (j - run_dst):
                 if run_dst >= 0:
-                    copies.append((run_dst, run_src, j - run_dst))
+                    _close(copies, run_dst, run_src, j - run_dst, rows, nodes_out, wall_out,
+                           est_out)
                 run_dst, run_src = j, k
             i = k + 1
             continue
         if run_dst >= 0:
-            copies.append((run_dst, run_src, j - run_dst))
+            _close(copies, run_dst, run_src, j - run_dst, rows, nodes_out, wall_out, est_out)
             run_dst = -1
         if k < m:
             i = k + 1  # the same job, changed: read afresh
         fresh.append(j)
+        nodes_out.append(nodes)
+        wall_out.append(wall)
+        est_out.append(est)
         values.append((1.0, 0.0, float(nodes), wall, est, job.submit, float(job.user),
                        float(job.project), float(job.queue),
                        0.0 if job.job_class is JobClass.BATCH else _CLASS_INDEX[job.job_class]))
     if run_dst >= 0:
-        copies.append((run_dst, run_src, n - run_dst))
+        _close(copies, run_dst, run_src, n - run_dst, rows, nodes_out, wall_out, est_out)
     rows.jobs = win
     rows.nodes = nodes_out
     rows.walltime = wall_out
     rows.estimate = est_out
     return copies, fresh, values
+
+
+def _close(copies: list[tuple[int, int, int]], dst: int, src: int, length: int, rows: Rows,
+           nodes_out: list[int], wall_out: list[float], est_out: list[float]) -> None:
+    """A run of `length` kept rows, from row `src` of the last window to row `dst`."""
+    copies.append((dst, src, length))
+    nodes_out.extend(rows.nodes[src:src + length])
+    wall_out.extend(rows.walltime[src:src + length])
+    est_out.extend(rows.estimate[src:src + length])
 
 
 def machine_row(now: float, free: int, total: int, waiting: int, running_count: int,
