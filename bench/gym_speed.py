@@ -24,9 +24,10 @@ copied into this repository. Gym 0.26 seeds with a numpy Generator, which has no
 first rows, which is also how both environments get the same sequences. Without
 --rlscheduler only PickJob is measured.
 
-Beside each pair, the engine alone: `schedd.sim.simulate` on the same sequences with the
-policy FCFS picks amount to (EASY with backfilling, FCFS without), its time per PickJob
-step: what any environment driving this engine spends at least, whatever its own code.
+Beside each pair, the engine alone: schedd's general engine (not the plain-EASY fast
+path) running the same sequences with the policy FCFS picks amount to (EASY with
+backfilling, FCFS without), its time per PickJob step: what any environment driving this
+engine spends at least, whatever its own code.
 
 Without backfilling and with FCFS picks both environments schedule the same way (start
 the first waiting job when it fits, else wait for releases), so the mean bounded
@@ -111,13 +112,16 @@ def ours(env: PickJob, job: int) -> dict:
 
 
 def engine_alone(trace: str, first_jobs: list[int], backfill: bool, rounds: int) -> float:
-    """Seconds `schedd.sim.simulate` takes on the same sequences with the policy PickJob's
-    FCFS picks amount to (EASY with backfilling, FCFS without), the fastest of `rounds`
-    per sequence: the engine's own share of an episode, a floor under PickJob's step
-    time that no environment driving this engine goes below."""
+    """Seconds schedd's general engine (the one PickJob drives; not the plain-EASY fast
+    path `simulate` takes for EASY) runs the same sequences with the policy PickJob's FCFS
+    picks amount to (EASY with backfilling, FCFS without), set up as an episode is, the
+    fastest of `rounds` per sequence: a floor under PickJob's step time that no
+    environment driving this engine goes below."""
+    from schedd.core.engine import Engine
+    from schedd.core.results import ResultTable
     from schedd.gym import sequences
     from schedd.policies import make_policy
-    from schedd.sim import simulate
+    from schedd.sim import feed_engine
 
     env = PickJob(trace=trace, jobs=256)
     ids = env.trace.columns["job_id"]
@@ -127,8 +131,11 @@ def engine_alone(trace: str, first_jobs: list[int], backfill: bool, rounds: int)
         seq = sequences.sequence(env.trace, int(np.flatnonzero(ids == job)[0]), 256)
         best = np.inf
         for _ in range(rounds):
+            engine = Engine(env.cluster, make_policy(policy, [], env.cluster))
+            engine.results = ResultTable.empty(len(seq))
+            feed_engine(engine, seq)
             t0 = time.perf_counter()
-            simulate(seq, env.cluster, make_policy(policy, [], env.cluster))
+            engine.run()
             best = min(best, time.perf_counter() - t0)
         total += best
     return total
@@ -236,7 +243,7 @@ def main() -> int:
         lines.append(f"| schedd PickJob | {'EASY' if backfill else 'none'} | {steps:,} | "
                      f"{per_s:,.0f} | {1000 * reset:,.1f} | "
                      + (f"{per_s / o_per_s:,.1f}x |" if other else "- |"))
-        lines.append(f"| (schedd's engine alone, `simulate` with "
+        lines.append(f"| (schedd's general engine alone, with "
                      f"{'EASY' if backfill else 'FCFS'} on the same sequences: "
                      f"{1e6 * floor_s / steps:,.0f} us per PickJob step, at most "
                      f"{steps / floor_s:,.0f} steps/s"
