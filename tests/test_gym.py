@@ -278,6 +278,22 @@ def test_episode_equals_simulate_with_the_same_agent(cluster, model):
         np.testing.assert_array_equal(col, run.results[name], err_msg=name)
 
 
+@pytest.mark.parametrize("reward", ["bsld", "wait", "slowdown", "utilisation"])
+def test_end_figures_equal_the_full_summary(reward):
+    """The reward and info["metrics"] come from metrics.headline at each episode's end;
+    they equal, to the last bit, the full summary (made only when asked for)."""
+    env = PickJob(jobs=80, window=16, reward=reward)
+    obs, info = env.reset(seed=3)
+    done, rng = False, np.random.default_rng(0)
+    while not done:
+        obs, r, done, _, info = env.step(int(rng.integers(16)))
+    assert env.summary is not None
+    for key, value in info["metrics"].items():
+        assert value == env.summary[key], key
+    key, sign = schedd.gym.rewards.REWARDS[reward]
+    assert r == sign * env.summary[key]
+
+
 @pytest.mark.parametrize("cluster", ["nodes:256", "bgq:1", "mira"])
 def test_fcfs_agent_is_easy(cluster):
     """Choosing the queue's head each time, EASY backfilling around it, is EASY."""
