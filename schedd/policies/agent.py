@@ -29,9 +29,9 @@ import numpy as np
 
 from ..core.cluster import Cluster, ClusterState
 from ..core.decisions import Decision, Start
-from ..core.job import Job, JobState
+from ..core.job import Job
 from ..core.view import View
-from .agent_rows import Rows, align, machine_row
+from .agent_rows import Rows, align, blocked_pass, machine_row
 from .backfill import easy_pass, eligible_queue, start_from_head
 from .base import Policy, PolicyError
 from .scoring import (
@@ -137,15 +137,9 @@ class AgentPolicy(Policy):
             # Most passes: the chosen job still waits and cannot start, so nothing but
             # EASY's backfilling can happen (what the loop below would find, found
             # without copying the queue).
-            blocked = self._blocked_head(view, free)
-            if blocked is not None:
-                if self.options.backfill and free:
-                    order = list(queue)  # the chosen job first, then the queue's order
-                    if order[0] is not blocked:
-                        with contextlib.suppress(ValueError):
-                            order.remove(blocked)
-                        order.insert(0, blocked)
-                    decisions += easy_pass(view, queue=order)
+            backfilled = blocked_pass(view, self._head, queue, free, self.options.backfill)
+            if backfilled is not None:
+                decisions += backfilled
                 return decisions
         head: Job | None = None
         suspended = self._suspended
@@ -211,18 +205,6 @@ class AgentPolicy(Policy):
                 start_from_head(started, view.free_state(), decisions)
         return decisions
 
-    def _blocked_head(self, view: View, free: int) -> Job | None:
-        """The chosen job if it still waits, eligible, and needs more than `free` nodes."""
-        assert self._head is not None
-        try:
-            job = view.job(self._head)
-        except KeyError:
-            return None
-        if (job.state is not JobState.QUEUED and job.state is not JobState.PREEMPTED) \
-                or job.nodes <= free or job.requested_start > view.now:
-            return None
-        return job
-
     def observe(self, view: View, rest: Sequence[Job], started: Sequence[Job], free: int,
                 state: ClusterState | None) -> tuple[np.ndarray, np.ndarray, int]:
         """The chooser's inputs: the window's rows (padded), the machine's row, and how
@@ -235,7 +217,7 @@ class AgentPolicy(Policy):
         window, r = self.options.window, self.options.running
         now = view.now
         n = min(window, len(rest))
-        win = list(rest[:n])
+        win = rest[:n] if isinstance(rest, list) else list(rest[:n])
         self._window = win
         # The buffers are (features, window): a feature's values are contiguous.
         old, rows = self._buffers[self._current], self._buffers[1 - self._current]
@@ -254,8 +236,10 @@ class AgentPolicy(Policy):
         self._filled[self._current] = n
         if n:
             np.subtract(now, rows[SUBMIT, :n], out=rows[WAIT, :n])
-            rows[FITS, :n] = (rows[NODES, :n] <= free if state is None else
-                              [1.0 if state.fits(job.nodes) else 0.0 for job in win])
+            if state is None:
+                np.less_equal(rows[NODES, :n], free, out=rows[FITS, :n], casting="unsafe")
+            else:
+                rows[FITS, :n] = [1.0 if state.fits(job.nodes) else 0.0 for job in win]
         running = view.running
         machine = np.array(machine_row(now, free, view.cluster.total_nodes, len(rest),
                                        len(running) + len(started), view.running_by_end(),

@@ -5,15 +5,20 @@ leave, arrivals join at the end. `align` matches the new window against the last
 identity and says which runs of rows can be copied over (`(dst, src, length)`) and which
 rows must be read afresh from their jobs: new jobs, and jobs whose nodes, requested time or
 estimate changed since (an elastic control command, a notice). The rows' other fields
-(submit, user, project, queue, class) are fixed for a job. Compiled by mypyc (setup.py), so
-that the per-job loop costs nanoseconds; as plain Python it gives the same answers.
+(submit, user, project, queue, class) are fixed for a job. `blocked_pass` is the agent's
+pass while its chosen job waits and cannot start (most passes). Compiled by mypyc
+(setup.py), so that the per-job loop and the pass's bookkeeping cost nanoseconds; as plain
+Python it gives the same answers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..core.job import Job, JobClass, Notice
+from ..core.decisions import Decision
+from ..core.job import Job, JobClass, JobState, Notice
+from ..core.view import View
+from .backfill import easy_pass
 
 _CLASS_INDEX: dict[JobClass, float] = {c: float(i) for i, c in enumerate(JobClass)}
 
@@ -135,3 +140,27 @@ def machine_row(now: float, free: int, total: int, waiting: int, running_count: 
     while len(out) < 5 + 2 * limit:
         out.append(0.0)
     return out
+
+
+def blocked_pass(view: View, head: int, queue: Sequence[Job], free: int, backfill: bool
+                 ) -> list[Decision] | None:
+    """The agent's pass on a node pool while its chosen job `head` still waits, eligible,
+    and needs more than the `free` nodes: nothing but EASY's backfilling around it (with
+    `backfill`, when nodes are free), the chosen job first, then the queue's order. None
+    when the chosen job can start or no longer waits (the full pass decides)."""
+    try:
+        job = view.job(head)
+    except KeyError:
+        return None
+    state = job.state
+    if (state is not JobState.QUEUED and state is not JobState.PREEMPTED) \
+            or job.nodes <= free or job.requested_start > view.now:
+        return None
+    if not backfill or not free:
+        return []
+    order = list(queue)
+    if order[0] is not job:
+        if job in order:
+            order.remove(job)
+        order.insert(0, job)
+    return easy_pass(view, queue=order)
