@@ -94,7 +94,7 @@ def log_window_ids(raw: Any, window: tuple[float, float]) -> np.ndarray:
 
 def task_cell(task: Task, code: str = "") -> Any:
     """The sweep cell that simulates `task` (the real-time marking as its transform)."""
-    from .sweep.cells import Cell, code_version, content_key, file_sha
+    from .sweep.cells import Cell, code_version, content_key, file_sha, named_files
 
     transform: tuple[tuple[str, Any], ...] = ()
     if task.percent > 0:  # --percent 0: the trace as it is, a plain comparison of the runs
@@ -102,7 +102,8 @@ def task_cell(task: Task, code: str = "") -> Any:
                                   "mode": task.mode, "aps_runtimes": task.aps_runtimes or "",
                                   "non_checkpointable": task.non_checkpointable}.items()))
     cell = Cell(task.trace_path, file_sha(task.trace_path), task.cluster, task.run.label,
-                task.trial_seed, transform=transform, code=code or code_version())
+                task.trial_seed, transform=transform, code=code or code_version(),
+                files=named_files(task.run.label))
     return Cell(**{**cell.__dict__, "key": content_key(cell)})
 
 

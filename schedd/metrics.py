@@ -490,6 +490,36 @@ def summarize(
     }
 
 
+HEADLINE_KEYS = ("mean_wait_s", "mean_slowdown", "mean_bounded_slowdown", "utilization")
+
+
+def headline(
+    results: dict[str, np.ndarray],
+    *,
+    total_nodes: int,
+    options: MetricOptions = MetricOptions(),  # noqa: B008 - frozen, so sharing is safe
+) -> dict[str, Any]:
+    """`summarize`'s HEADLINE_KEYS, computed by the same functions on the same arrays (so
+    equal to the last bit), without the distributions, groups and the rest: what
+    schedd.gym's environment rewards at the end of every episode."""
+    if total_nodes <= 0:
+        raise ValueError(f"total_nodes must be positive, got {total_nodes}")
+    all_cols = _columns(results)
+    keep = _window_mask(all_cols, options.window)
+    cols = all_cols if keep.all() else {name: c[keep] for name, c in all_cols.items()}
+    started = cols["first_start"] >= 0
+    sub = {name: cols[name][started] for name in _STATS_COLUMNS}
+    metrics = _job_metrics(sub, options)
+    waste = results.get("waste_node_s")
+    if waste is not None:
+        waste = np.asarray(waste, dtype=np.float64)[keep]
+    means = {name: _describe_sorted(np.sort(metrics[name]))["mean"]
+             for name in ("wait_s", "slowdown", "bounded_slowdown")}
+    return {"mean_wait_s": means["wait_s"], "mean_slowdown": means["slowdown"],
+            "mean_bounded_slowdown": means["bounded_slowdown"],
+            "utilization": _utilization(cols, waste, total_nodes, None)["utilization"]}
+
+
 def _kept_segments(segments: dict[str, np.ndarray] | None, results: dict[str, np.ndarray],
                    keep: np.ndarray) -> dict[str, np.ndarray] | None:
     """The segments of the jobs the window filter kept (all of them without a filter)."""

@@ -15,6 +15,9 @@ from hypothesis import strategies as st
 
 import schedd.gym
 from schedd.cli import main as schedd_main
+from schedd.core.engine import Engine
+from schedd.core.exec_state import Ecc
+from schedd.core.job import JobClass, Notice
 from schedd.gym import sequences
 from schedd.gym.env import PickJob
 from schedd.gym.learn import CemConfig, cem, mean_bsld, serial
@@ -34,7 +37,7 @@ from schedd.policies.scoring import (
     mlp_size,
     save_model,
 )
-from schedd.sim import simulate
+from schedd.sim import feed_engine, simulate
 
 # id submit wait run procs cpu mem req_procs req_time req_mem status user group exe queue
 # partition prev think: three jobs at t=0 on a 4-node machine.
@@ -159,6 +162,63 @@ def test_observation_rows_hand_checked(three):
     assert obs["jobs"][:2, -1].tolist() == [0, 1]  # fits now: job 3 only
 
 
+class _CheckedAgent(AgentPolicy):
+    """Checks every observation, built from the last one's rows (agent_rows.align), against
+    one built from scratch off the jobs themselves, and picks at random."""
+
+    def __init__(self, options, cluster, seed):
+        super().__init__(options, cluster)
+        self.rng = np.random.default_rng(seed)
+        self.checked = 0
+        self.chooser = lambda jobs, machine, n: int(self.rng.integers(n))
+
+    def observe(self, view, rest, started, free, state):
+        jobs, machine, n = super().observe(view, rest, started, free, state)
+        want = np.zeros_like(jobs)
+        for i, job in enumerate(rest[:n]):
+            notice = view.notices.get(job.id)
+            want[i] = (1.0, view.now - job.submit, job.nodes, job.walltime,
+                       job.walltime if notice is None else notice.walltime, job.submit,
+                       job.user, job.project, job.queue, list(JobClass).index(job.job_class),
+                       job.nodes <= free)
+        np.testing.assert_array_equal(jobs, want)
+        ends = sorted([(end - view.now, view.running[jid].alloc_nodes)
+                       for end, jid in view.running_by_end()][:self.options.running]
+                      + [(j.walltime, j.nodes) for j in started])[:self.options.running]
+        assert machine[:5].tolist() == [view.now, free, view.cluster.total_nodes, len(rest),
+                                        len(view.running) + len(started)]
+        assert machine[5:5 + 2 * len(ends)].tolist() == [x for e in ends for x in e]
+        assert not machine[5 + 2 * len(ends):].any()
+        self.checked += 1
+        return jobs, machine, n
+
+
+@pytest.mark.parametrize("window, backfill", [(8, True), (16, False), (128, True)])
+def test_observations_carried_over_equal_ones_built_afresh(window, backfill):
+    """The window's rows, carried from one choice to the next, are those of the jobs as
+    they are now: elastic commands change waiting jobs' requested times and sizes, and
+    notices their estimates, in the middle of the run."""
+    trace, machine = sequences.load(None, "nodes:256")
+    seq = sequences.sequence(trace, 200, 250)
+    policy = _CheckedAgent(AgentOptions(window=window, running=6, backfill=backfill),
+                           machine, seed=window)
+    engine = Engine(machine, policy, seed=0)
+    feed_engine(engine, seq)
+    rng = np.random.default_rng(1)
+    submits = seq.columns["submit"]
+    for i in rng.choice(len(seq), size=60, replace=False):
+        job_id, t = int(seq.columns["job_id"][i]), float(submits[i]) + float(rng.uniform(1, 4000))
+        kind = str(rng.choice(["ET", "RT", "EP", "RP"]))
+        amount = float(rng.integers(1, 3)) if kind in ("EP", "RP") else float(rng.uniform(1, 600))
+        engine.elastic(Ecc(job_id, t, kind, amount))
+        if i % 3 == 0:
+            engine.notice(job_id, Notice(t, t, int(seq.columns["nodes"][i]),
+                                         float(rng.uniform(60, 9000))))
+    engine.run()
+    assert policy.checked > 100
+    assert engine.stats["eccs_applied"] > 10
+
+
 # ---------------------------------------------------------------------- scoring
 def test_scoring_functions_hand_checked():
     row = np.zeros((2, len(JOB_FEATURES)))
@@ -216,6 +276,22 @@ def test_episode_equals_simulate_with_the_same_agent(cluster, model):
     assert list(got) == list(run.results)
     for name, col in got.items():
         np.testing.assert_array_equal(col, run.results[name], err_msg=name)
+
+
+@pytest.mark.parametrize("reward", ["bsld", "wait", "slowdown", "utilisation"])
+def test_end_figures_equal_the_full_summary(reward):
+    """The reward and info["metrics"] come from metrics.headline at each episode's end;
+    they equal, to the last bit, the full summary (made only when asked for)."""
+    env = PickJob(jobs=80, window=16, reward=reward)
+    obs, info = env.reset(seed=3)
+    done, rng = False, np.random.default_rng(0)
+    while not done:
+        obs, r, done, _, info = env.step(int(rng.integers(16)))
+    assert env.summary is not None
+    for key, value in info["metrics"].items():
+        assert value == env.summary[key], key
+    key, sign = schedd.gym.rewards.REWARDS[reward]
+    assert r == sign * env.summary[key]
 
 
 @pytest.mark.parametrize("cluster", ["nodes:256", "bgq:1", "mira"])

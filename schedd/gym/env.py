@@ -79,7 +79,9 @@ class PickJob(gymnasium.Env):
         self._potential = 0.0
         self.sequence: NormalizedTrace | None = None
         self.start_row = -1
-        self.summary: dict[str, Any] | None = None
+        # The finished episode's sorted results and headline figures (None while it runs).
+        self._finished: tuple[dict[str, np.ndarray], dict[str, Any]] | None = None
+        self._summary: dict[str, Any] | None = None
         self.decisions = 0
 
     # -- gymnasium API ------------------------------------------------------------------
@@ -102,7 +104,8 @@ class PickJob(gymnasium.Env):
         feed_engine(engine, self.sequence)
         self._engine, self._policy = engine, policy
         self._pending = None
-        self.summary = None
+        self._finished = None
+        self._summary = None
         self.decisions = 0
         self._potential = 0.0
         if self._advance(resume=False):
@@ -111,7 +114,7 @@ class PickJob(gymnasium.Env):
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool,
                                          dict[str, Any]]:
-        if self._engine is None or self.summary is not None:
+        if self._engine is None or self._finished is not None:
             raise RuntimeError("step() before reset(), or after the episode ended")
         a = int(action)
         self._pending = a if 0 <= a < self._n else a % self._n
@@ -123,21 +126,35 @@ class PickJob(gymnasium.Env):
             engine = self._engine
             results = engine.results.arrays(copy=False)
             sort_results(results)
-            self.summary = rewards.episode_summary(results, self.cluster.total_nodes,
-                                                   engine.options.warning_s)
-            reward = rewards.final_reward(self.summary, self.reward_kind)
+            figures = rewards.episode_headline(results, self.cluster.total_nodes,
+                                               engine.options.warning_s)
+            self._finished = (results, figures)
+            reward = rewards.final_reward(figures, self.reward_kind)
             self._potential = 0.0
             self._obs = {name: np.zeros(shape) for name, shape in self._shapes.items()}
-            self._mask = np.zeros_like(self._mask)
+            self._mask[:] = 0
             self._n = 0
         if self.shaping:
             reward += self.shaping * (self._potential - before)
         info = self._info()
         if done:
-            info["metrics"] = {k: self.summary[k] for k in  # type: ignore[index]
-                               ("mean_bounded_slowdown", "mean_wait_s", "mean_slowdown",
-                                "utilization")}
+            info["metrics"] = {k: figures[k] for k in ("mean_bounded_slowdown", "mean_wait_s",
+                                                       "mean_slowdown", "utilization")}
         return self._obs, float(reward), done, False, info
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        """schedd.metrics' summary of the finished episode (as summary.json gives it for
+        the same jobs), None while it runs; made when first asked for (the reward needs
+        only its headline figures, `metrics.headline`)."""
+        if self._finished is None:
+            return None
+        if self._summary is None:
+            assert self._engine is not None
+            self._summary = rewards.episode_summary(self._finished[0],
+                                                    self.cluster.total_nodes,
+                                                    self._engine.options.warning_s)
+        return self._summary
 
     def action_masks(self) -> np.ndarray:
         """The slots a learner may name now (sb3-contrib's MaskablePPO reads this)."""
@@ -151,7 +168,7 @@ class PickJob(gymnasium.Env):
     def results(self) -> dict[str, np.ndarray]:
         """The finished episode's per-job results in queue order (schedd.core.results
         columns), as `schedd.sim.simulate` returns them for the same sequence."""
-        if self.summary is None or self._engine is None:
+        if self._finished is None or self._engine is None:
             raise RuntimeError("the episode is not finished")
         arrays = self._engine.results.arrays(copy=True)
         sort_results(arrays)
@@ -176,9 +193,10 @@ class PickJob(gymnasium.Env):
             slot, self._pending = self._pending, None
             return slot
         self._obs = {"jobs": jobs, "machine": machine}
-        self._n = n
-        self._mask = np.zeros_like(self._mask)
-        self._mask[:n] = 1
+        if n != self._n:
+            self._mask[:] = 0
+            self._mask[:n] = 1
+            self._n = n
         if self.shaping:
             engine = self._engine
             assert engine is not None

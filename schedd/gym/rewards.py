@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics import MetricOptions, summarize
+from ..metrics import MetricOptions, headline, summarize
 
 # reward name -> (summary key, sign): the reward is sign * summary[key].
 REWARDS: dict[str, tuple[str, float]] = {
@@ -24,6 +24,14 @@ def episode_summary(results: dict[str, np.ndarray], total_nodes: int,
     """schedd.metrics' summary of the episode's results (as `simulate` computes it)."""
     return summarize(results, total_nodes=total_nodes,
                      options=MetricOptions(prompt_grace_s=warning_s))
+
+
+def episode_headline(results: dict[str, np.ndarray], total_nodes: int,
+                     warning_s: float) -> dict[str, Any]:
+    """The summary's figures a reward is made of (`metrics.HEADLINE_KEYS`), equal to
+    `episode_summary`'s, at a fraction of its cost (it is computed at every episode's end)."""
+    return headline(results, total_nodes=total_nodes,
+                    options=MetricOptions(prompt_grace_s=warning_s))
 
 
 def final_reward(summary: dict[str, Any], kind: str) -> float:

@@ -21,6 +21,7 @@ is the one `schedd simulate --policy agent` makes with the same chooser.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 
@@ -28,28 +29,25 @@ import numpy as np
 
 from ..core.cluster import Cluster, ClusterState
 from ..core.decisions import Decision, Start
-from ..core.job import Job, JobClass, JobState
+from ..core.job import Job
 from ..core.view import View
+from .agent_rows import Rows, align, blocked_pass, machine_row
 from .backfill import easy_pass, eligible_queue, start_from_head
 from .base import Policy, PolicyError
 from .scoring import (
     CLASS,
-    ESTIMATE,
     FITS,
     HEURISTICS,
     JOB_FEATURES,
     NODES,
-    PRESENT,
     SUBMIT,
     WAIT,
-    WALLTIME,
     Model,
     ModelError,
     load_model,
 )
 
 MACHINE_FEATURES = ("now_s", "free_nodes", "total_nodes", "waiting", "running")
-_CLASS_INDEX = {c: float(i) for i, c in enumerate(JobClass)}
 
 # chooser(jobs, machine, n) -> slot in 0..n-1: jobs is (window, len(JOB_FEATURES)), n rows
 # of them real; machine is (len(MACHINE_FEATURES) + 2 * running,).
@@ -89,10 +87,24 @@ class AgentPolicy(Policy):
         # (k, observation) of the choice a chooser stopped the pass at: asked again for
         # the same choice in the same view, the pass need not observe it twice.
         self._asked: tuple[int, np.ndarray, np.ndarray, int] | None = None
-        self._static_ix: dict[int, int] = {}  # job id -> row of _static
-        self._static = np.zeros((256, 5))
+        # A pass the chooser stopped: (queue, (now, queue length, free nodes at the start,
+        # picks made), rest, started, free, state, k) at the choice it stopped at.
+        self._suspended: tuple[Sequence[Job], tuple[float, int, int, int], list[Job],
+                               list[Job], int, ClusterState | None, int] | None = None
+        # The last window's rows (agent_rows.Rows) and two buffers: the current one holds
+        # them, the other receives the next window's.
+        self._rows = Rows()
+        self._buffers = (np.zeros((len(JOB_FEATURES), options.window)),
+                         np.zeros((len(JOB_FEATURES), options.window)))
+        self._current = 0
+        self._filled = [0, 0]
+        self._window: list[Job] = []
         self.choices = 0
-        self.window_ids: list[int] = []  # the job of each real row the chooser saw last
+
+    @property
+    def window_ids(self) -> list[int]:
+        """The job of each real row the chooser saw last."""
+        return [job.id for job in self._window]
 
     @classmethod
     def with_model(cls, model: Model, cluster: Cluster,
@@ -125,19 +137,29 @@ class AgentPolicy(Policy):
             # Most passes: the chosen job still waits and cannot start, so nothing but
             # EASY's backfilling can happen (what the loop below would find, found
             # without copying the queue).
-            blocked = self._blocked_head(view, free)
-            if blocked is not None:
-                if self.options.backfill and free:
-                    order = [blocked, *(j for j in queue if j is not blocked)]
-                    decisions += easy_pass(view, queue=order)
+            backfilled = blocked_pass(view, self._head, queue, free, self.options.backfill)
+            if backfilled is not None:
+                decisions += backfilled
                 return decisions
-        state = None if pool else view.free_state()
-        rest = list(queue)
         head: Job | None = None
-        if self._head is not None:
-            head = next((j for j in rest if j.id == self._head), None)
-        started: list[Job] = []
-        k = 0
+        suspended = self._suspended
+        self._suspended = None
+        if suspended is not None and suspended[0] is queue and suspended[1] == (
+                view.now, len(queue), free, len(self._picks)):
+            # The pass the chooser stopped, run again in the same view (the environment
+            # resumes it at once): where it stopped, instead of replaying its picks.
+            _, _, rest, started, free, state, k = suspended
+        else:
+            state = None if pool else view.free_state()
+            rest = list(queue)
+            if self._head is not None:
+                with contextlib.suppress(KeyError):
+                    head = view.job(self._head)
+                if head is not None and head not in rest:  # by identity: no Job.__eq__
+                    head = None
+            started = []
+            k = 0
+        key = (view.now, len(queue), view.free_nodes)
         while rest:
             if head is None:
                 if k < len(self._picks):
@@ -148,7 +170,9 @@ class AgentPolicy(Policy):
                     else:
                         jobs, machine, n = self.observe(view, rest, started, free, state)
                         self._asked = (k, jobs, machine, n)
+                    self._suspended = (queue, (*key, k), rest, started, free, state, k)
                     slot = self.chooser(jobs, machine, n)
+                    self._suspended = None
                     self._asked = None
                     if not 0 <= slot < n:
                         raise PolicyError(f"agent: the chooser named slot {slot} of {n}")
@@ -172,8 +196,8 @@ class AgentPolicy(Policy):
         self._asked = None
         self._head = None if head is None else head.id
         if head is not None and self.options.backfill:
-            order = [*started, head, *(j for j in rest if j is not head)]
-            decisions += easy_pass(view, queue=order)
+            rest.remove(head)
+            decisions += easy_pass(view, queue=[*started, head, *rest])
         elif started:
             if pool:
                 decisions += [Start(j.id) for j in started]
@@ -181,80 +205,43 @@ class AgentPolicy(Policy):
                 start_from_head(started, view.free_state(), decisions)
         return decisions
 
-    def _blocked_head(self, view: View, free: int) -> Job | None:
-        """The chosen job if it still waits, eligible, and needs more than `free` nodes."""
-        assert self._head is not None
-        try:
-            job = view.job(self._head)
-        except KeyError:
-            return None
-        if (job.state is not JobState.QUEUED and job.state is not JobState.PREEMPTED) \
-                or job.nodes <= free or job.requested_start > view.now:
-            return None
-        return job
-
-    def _static_rows(self, win: Sequence[Job], ids: list[int]) -> np.ndarray:
-        """(len(win), 5): submit, user, project, queue and class of each job, from a cache
-        filled as jobs first enter the window (the environment observes at every step,
-        and a window mostly holds the jobs it held at the last one). Cleared when it
-        outgrows the window by far, so a daemon's long run keeps it small."""
-        ix = self._static_ix
-        missing = [job for job, i in zip(win, ids, strict=True) if i not in ix]
-        if missing:
-            if len(ix) + len(missing) > max(4096, 8 * len(win)):
-                ix.clear()
-                missing = list(win)
-            need = len(ix) + len(missing)
-            if need > len(self._static):
-                grown = np.zeros((max(need, 2 * len(self._static)), 5))
-                grown[:len(ix)] = self._static[:len(ix)]
-                self._static = grown
-            batch = JobClass.BATCH
-            at = len(ix)
-            self._static[at:need] = [
-                (job.submit, job.user, job.project, job.queue,
-                 0.0 if job.job_class is batch else _CLASS_INDEX[job.job_class])
-                for job in missing]
-            for i, job in enumerate(missing, at):
-                ix[job.id] = i
-        return self._static[[ix[i] for i in ids]]
-
     def observe(self, view: View, rest: Sequence[Job], started: Sequence[Job], free: int,
                 state: ClusterState | None) -> tuple[np.ndarray, np.ndarray, int]:
         """The chooser's inputs: the window's rows (padded), the machine's row, and how
         many window rows are real. `started`: jobs this pass started already (they hold
-        their nodes in `free` / `state` and count as running)."""
+        their nodes in `free` / `state` and count as running).
+
+        The rows are carried over from the last observation (`agent_rows.align`: a window
+        mostly keeps its jobs between two choices), into the other of two private
+        buffers; the chooser gets a copy, so that what it keeps or changes is its own."""
         window, r = self.options.window, self.options.running
         now = view.now
         n = min(window, len(rest))
-        win = rest[:n]
-        self.window_ids = [job.id for job in win]
-        jobs = np.zeros((window, len(JOB_FEATURES)))
+        win = rest[:n] if isinstance(rest, list) else list(rest[:n])
+        self._window = win
+        # The buffers are (features, window): a feature's values are contiguous.
+        old, rows = self._buffers[self._current], self._buffers[1 - self._current]
+        self._current = 1 - self._current
+        copies, fresh, values = align(self._rows, win, view.notices)
+        for dst, src, length in copies:
+            rows[:, dst:dst + length] = old[:, src:src + length]
+        if len(fresh) <= 4:
+            for j, row in zip(fresh, values, strict=True):
+                rows[:CLASS + 1, j] = row
+        else:
+            rows[:CLASS + 1, fresh] = np.array(values).T
+        filled = self._filled[self._current]  # this buffer's real rows when last written
+        if n < filled:
+            rows[:, n:filled] = 0.0
+        self._filled[self._current] = n
         if n:
-            nodes = np.array([job.nodes for job in win], dtype=np.float64)
-            walltime = np.array([job.walltime for job in win])
-            static = self._static_rows(win, self.window_ids)
-            jobs[:n, SUBMIT:CLASS + 1] = static
-            cols = jobs[:n].T  # a view: writing its rows fills the columns
-            cols[PRESENT] = 1.0
-            cols[WAIT] = now - static[:, 0]
-            cols[NODES] = nodes
-            cols[WALLTIME] = walltime
-            notices = view.notices
-            cols[ESTIMATE] = walltime if not notices else [
-                job.walltime if job.id not in notices else notices[job.id].walltime
-                for job in win]
-            cols[FITS] = (nodes <= free if state is None else
-                          [1.0 if state.fits(job.nodes) else 0.0 for job in win])
-        machine = np.zeros(len(MACHINE_FEATURES) + 2 * r)
+            np.subtract(now, rows[SUBMIT, :n], out=rows[WAIT, :n])
+            if state is None:
+                np.less_equal(rows[NODES, :n], free, out=rows[FITS, :n], casting="unsafe")
+            else:
+                rows[FITS, :n] = [1.0 if state.fits(job.nodes) else 0.0 for job in win]
         running = view.running
-        machine[:5] = (now, free, view.cluster.total_nodes, len(rest),
-                       len(running) + len(started))
-        if r:
-            ends = [(end - now, running[jid].alloc_nodes)
-                    for end, jid in view.running_by_end()[:r]]
-            if started:
-                ends = sorted(ends + [(j.walltime, j.nodes) for j in started])[:r]
-            if ends:
-                machine[5:5 + 2 * len(ends)] = np.asarray(ends, dtype=np.float64).ravel()
-        return jobs, machine, n
+        machine = np.array(machine_row(now, free, view.cluster.total_nodes, len(rest),
+                                       len(running) + len(started), view.running_by_end(),
+                                       running, started, r))
+        return rows.T.copy(), machine, n

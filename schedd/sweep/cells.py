@@ -3,8 +3,10 @@
 A cell is one simulation: a trace (by content), a cluster, a run spec (`POLICY
 [KEY=VALUE ...] [--engine-flag VALUE ...]`, as `schedd compare` takes), a seed, extra
 policy options and engine flags from the grid axes, and a workload transform. Its key is
-the SHA-256 of all of that plus the code version (a hash of the schedd sources), so a
-cached result is reused only for exactly the same inputs and code.
+the SHA-256 of all of that plus the code version (a hash of the schedd sources) and the
+content of every file an option or engine flag names (an agent's `model=FILE`: a model
+saved again at the same path is another input), so a cached result is reused only for
+exactly the same inputs and code.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class Cell:
     engine: tuple[tuple[str, str], ...] = ()  # extra --flag VALUE from the [engine] axes
     transform: tuple[tuple[str, Any], ...] = ()  # (("kind", "realtime"), ("percent", 10))
     code: str = ""
+    # (value, SHA-256) of each option or engine-flag value that names a file when the
+    # cell is made (`named_files`): the key covers what the file holds, not its name.
+    files: tuple[tuple[str, str], ...] = ()
     key: str = field(default="", compare=False)
 
     def inputs(self) -> dict[str, Any]:
@@ -73,6 +78,30 @@ def file_sha(path: str) -> str:
     except OSError as err:
         raise SweepError(f"cannot read trace {path}: {err.strerror}") from None
     return h.hexdigest()
+
+
+def named_files(run: str, options: tuple[tuple[str, str], ...] = (),
+                engine: tuple[tuple[str, str], ...] = ()) -> tuple[tuple[str, str], ...]:
+    """(value, SHA-256 of its bytes) of each value in the run spec (`KEY=VALUE` options and
+    engine-flag values) and in the option and engine axes that names a readable file, in
+    the order given, each once. A value that names no file (a heuristic's name, a number)
+    adds nothing."""
+    import shlex
+
+    try:
+        words = shlex.split(run)[1:]
+    except ValueError:  # the run spec's own parser says what is wrong with it
+        words = []
+    values = [w.split("=", 1)[1] if "=" in w else w for w in words if not w.startswith("--")]
+    values += [v for _, v in options] + [v for _, v in engine]
+    out: dict[str, str] = {}
+    for value in values:
+        if value and value not in out and os.path.isfile(value):
+            try:
+                out[value] = file_sha(value)
+            except SweepError:
+                continue  # unreadable: the run itself will say so
+    return tuple(out.items())
 
 
 def code_version() -> str:
@@ -119,10 +148,11 @@ def expand(spec: SweepSpec) -> list[Cell]:
         for opt_values in itertools.product(*(spec.options[k] for k in opt_names)):
             for eng_values in itertools.product(*(spec.engine[k] for k in eng_names)):
                 for seed in spec.seeds:
-                    cell = Cell(trace, shas[trace], cluster, run, int(seed),
-                                tuple(zip(opt_names, map(str, opt_values), strict=True)),
-                                tuple(zip(eng_names, map(str, eng_values), strict=True)),
-                                tuple(sorted(wl.items())), code)
+                    options = tuple(zip(opt_names, map(str, opt_values), strict=True))
+                    engine = tuple(zip(eng_names, map(str, eng_values), strict=True))
+                    cell = Cell(trace, shas[trace], cluster, run, int(seed), options, engine,
+                                tuple(sorted(wl.items())), code,
+                                named_files(run, options, engine))
                     cells.append(_keyed(cell))
     return cells
 
@@ -130,7 +160,7 @@ def expand(spec: SweepSpec) -> list[Cell]:
 def _keyed(cell: Cell) -> Cell:
     return Cell(**{**asdict(cell), "key": content_key(cell),
                    "options": cell.options, "engine": cell.engine,
-                   "transform": cell.transform})
+                   "transform": cell.transform, "files": cell.files})
 
 
 def check_transform(wl: dict[str, Any]) -> dict[str, Any]:
