@@ -766,7 +766,7 @@ class EngineHost:
             utilisation=busy / up, virtual_time=now, engine_time=self.engine_time,
             clock_lag=max(0.0, now - self.engine_time),
             mqtt_connected=1.0 if self.bus_connected() else 0.0,
-            watch_streams=self.events.watchers)
+            watch_streams=self.events.watchers, event_seq=self.events.last_seq)
 
     async def results(self, chunk: int = 50_000) -> AsyncIterator[dict[str, np.ndarray]]:
         """Every result row, oldest first, in chunks: the results store's, then the
