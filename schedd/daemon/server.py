@@ -246,6 +246,8 @@ class Daemon:
         self.service.known_ids = KnownIds(self.service.known_ids, self.journal)
         self.host.snapshot_extra = lambda: {"next_id": self.service.next_id}
         self.host.snapshot_every = _snapshot_every()
+        self.host.snapshot_work_seconds = _env_count(
+            "SCHEDD_SNAPSHOT_WORK_MS", round(1000 * self.host.snapshot_work_seconds)) / 1000
         self.host.record_in_memory = _env_count("SCHEDD_RECORD_IN_MEMORY", RECORD_IN_MEMORY)
         self.host.results_in_memory = _env_count("SCHEDD_RESULTS_IN_MEMORY",
                                                  RESULTS_IN_MEMORY)
