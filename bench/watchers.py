@@ -111,32 +111,37 @@ def stream_vs_unary(rounds: int, tmp: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- 2. watchers (child)
-def watchers_client(address: str, n: int, opened: Any, target: Any,
+def watchers_client(address: str, n: int, batch: bool, opened: Any, target: Any,
                     results: Any) -> None:
-    results.put(asyncio.run(_watchers(address, n, opened, target)))
+    results.put(asyncio.run(_watchers(address, n, batch, opened, target)))
 
 
-async def _watchers(address: str, n: int, opened: Any, target: Any) -> list[dict[str, Any]]:
+async def _watchers(address: str, n: int, batch: bool, opened: Any,
+                    target: Any) -> list[dict[str, Any]]:
     """n streams from the first event; each ends once it has read event `target` (set by
     the parent when the replay is over), or 300 s after that if it never does."""
     import grpc
 
     async with grpc.aio.insecure_channel(address) as channel:
         stub = pb_grpc.SchedulerStub(channel)
-        states = [{"count": 0, "last": 0, "gaps": 0, "status": "open"} for _ in range(n)]
-        calls = [stub.WatchEvents(pb.WatchEventsRequest(from_seq=1)) for _ in range(n)]
+        states = [{"count": 0, "last": 0, "gaps": 0, "status": "open", "messages": 0}
+                  for _ in range(n)]
+        calls = [stub.WatchEvents(pb.WatchEventsRequest(from_seq=1, batch=batch))
+                 for _ in range(n)]
 
         async def one(k: int) -> str:
             st, call, h = states[k], calls[k], hashlib.sha256()
             with opened.get_lock():
                 opened.value += 1
             try:
-                async for e in call:
-                    if e.seq != st["last"] + 1:
-                        st["gaps"] += 1
-                    st["last"] = e.seq
-                    st["count"] += 1
-                    digest_event(h, e)
+                async for message in call:
+                    st["messages"] += 1
+                    for e in (message, *message.more):
+                        if e.seq != st["last"] + 1:
+                            st["gaps"] += 1
+                        st["last"] = e.seq
+                        st["count"] += 1
+                        digest_event(h, e)
                 st["status"] = "ended by the daemon with OK"
             except grpc.aio.AioRpcError as err:
                 st["status"] = f"{err.code().name}: {err.details()}"
@@ -196,7 +201,7 @@ def serve_args(tmp: Path, tag: str, speedup: float) -> list[str]:
 
 
 def watched_replay(trace: Path, tmp: Path, tag: str, watchers: int,
-                   speedup: float) -> dict[str, Any]:
+                   speedup: float, batch: bool = False) -> dict[str, Any]:
     env = {"SCHEDD_WATCH_STREAMS_PER_USER": str(watchers + 8)}
     ctx = mp.get_context("spawn")
     with DaemonProc(*serve_args(tmp, tag, speedup), metrics=True, env=env, timeout=60) as d:
@@ -204,7 +209,7 @@ def watched_replay(trace: Path, tmp: Path, tag: str, watchers: int,
         if watchers:
             opened, target, results = ctx.Value("i", 0), ctx.Value("q", 0), ctx.Queue()
             proc = ctx.Process(target=watchers_client,
-                               args=(d.address, watchers, opened, target, results))
+                               args=(d.address, watchers, batch, opened, target, results))
             proc.start()
             deadline = time.monotonic() + 120
             while metric(d.metrics_port, "schedd_watch_streams") < watchers:
@@ -227,7 +232,7 @@ def watched_replay(trace: Path, tmp: Path, tag: str, watchers: int,
     complete = sum(1 for g in got if g["count"] == count and g["last"] == count
                    and g["gaps"] == 0 and g["digest"] == digest)
     return {"wall": wall, "daemon_cpu": cpu, "events": count, "watchers": len(got),
-            "lag": lag,
+            "lag": lag, "messages": sum(g["messages"] for g in got),
             "complete": complete, "statuses": sorted({g["status"] for g in got})}
 
 
@@ -291,10 +296,12 @@ def main() -> None:
     p.add_argument("--speedup", type=float, default=1e6)
     p.add_argument("--backlog", type=int, default=256 * 1024)
     p.add_argument("--only", default="ratio,watchers,stalled")
+    p.add_argument("--modes", default="event,batch",
+                   help="watchers one event a message (event), batched (batch), or both")
     p.add_argument("--out", default=str(RESULTS / "watchers-latest.md"))
     a = p.parse_args()
     parts = set(a.only.split(","))
-    lines = [f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+    lines = [f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
              f"{platform.node()}: {os.cpu_count()} cores, Python "
              f"{platform.python_version()}; load average at start {loadavg()}", ""]
     rows = ["| figure | value | runs | goal | met |", "|---|---|---|---|---|"]
@@ -312,35 +319,45 @@ def main() -> None:
             print(rows[-1], flush=True)
         trace = lublin(tmp / "lublin.swf", a.jobs, 1)
         if "watchers" in parts:
+            modes = a.modes.split(",")
             bare: list[dict[str, Any]] = []
-            watched: list[dict[str, Any]] = []
+            watched: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
             for k in range(a.rounds):
                 bare.append(watched_replay(trace, tmp, f"bare{k}", 0, a.speedup))
                 print("without watchers:", bare[-1], flush=True)
-                watched.append(watched_replay(trace, tmp, f"watched{k}", a.watchers,
-                                              a.speedup))
-                print(f"with {a.watchers} watchers:", watched[-1], flush=True)
-            slow = (statistics.median(w["wall"] for w in watched)
-                    / statistics.median(b["wall"] for b in bare))
-            complete = all(w["complete"] == a.watchers for w in watched)
-            ww = " / ".join(f"{w['wall']:.1f}" for w in watched)
+                for mode in modes:
+                    watched[mode].append(watched_replay(trace, tmp, f"{mode}{k}",
+                                                        a.watchers, a.speedup,
+                                                        batch=mode == "batch"))
+                    print(f"with {a.watchers} watchers ({mode}):", watched[mode][-1],
+                          flush=True)
             bw = " / ".join(f"{b['wall']:.1f}" for b in bare)
-            wc = " / ".join(f"{w['daemon_cpu']:.1f}" for w in watched)
             bc = " / ".join(f"{b['daemon_cpu']:.1f}" for b in bare)
-            rows.append(
-                f"| {a.jobs:,}-job accelerated replay with {a.watchers} watchers / without "
-                f"| {slow:.3f}x ({statistics.median(w['wall'] for w in watched):.1f} s / "
-                f"{statistics.median(b['wall'] for b in bare):.1f} s) | with {ww} s, "
-                f"without {bw} s; daemon CPU with {wc} s, without {bc} s | < 1.10x | "
-                f"{'yes' if slow < 1.10 else 'no'} |")
-            lags = " / ".join(f"{w['lag']:.1f}" for w in watched)
-            rows.append(
-                f"| watchers that got every event ({watched[0]['events']:,}) in order | "
-                f"{' / '.join(str(w['complete']) for w in watched)} of {a.watchers} | "
-                f"statuses {watched[0]['statuses']}; the last of them done "
-                f"{lags} s after the replay "
-                f"ended | all | {'yes' if complete else 'no'} |")
-            print("\n".join(rows[-2:]), flush=True)
+            for mode in modes:
+                runs = watched[mode]
+                slow = (statistics.median(w["wall"] for w in runs)
+                        / statistics.median(b["wall"] for b in bare))
+                complete = all(w["complete"] == a.watchers for w in runs)
+                ww = " / ".join(f"{w['wall']:.1f}" for w in runs)
+                wc = " / ".join(f"{w['daemon_cpu']:.1f}" for w in runs)
+                label = ("batched (`batch: true`)" if mode == "batch"
+                         else "one event a message")
+                rows.append(
+                    f"| {a.jobs:,}-job accelerated replay with {a.watchers} watchers, "
+                    f"{label} / without | {slow:.3f}x "
+                    f"({statistics.median(w['wall'] for w in runs):.1f} s / "
+                    f"{statistics.median(b['wall'] for b in bare):.1f} s) | with {ww} s, "
+                    f"without {bw} s; daemon CPU with {wc} s, without {bc} s | < 1.10x | "
+                    f"{'yes' if slow < 1.10 else 'no'} |")
+                lags = " / ".join(f"{w['lag']:.1f}" for w in runs)
+                msgs = " / ".join(f"{w['messages']:,}" for w in runs)
+                rows.append(
+                    f"| {label}: watchers that got every event ({runs[0]['events']:,}) in "
+                    f"order | {' / '.join(str(w['complete']) for w in runs)} of "
+                    f"{a.watchers} | statuses {runs[0]['statuses']}; messages {msgs}; the "
+                    f"last watcher done {lags} s after the replay ended | all | "
+                    f"{'yes' if complete else 'no'} |")
+                print("\n".join(rows[-2:]), flush=True)
         if "stalled" in parts:
             free = stalled_replay(trace, tmp, "free", a.backlog, a.speedup, False)
             held = stalled_replay(trace, tmp, "stalled", a.backlog, a.speedup, True)

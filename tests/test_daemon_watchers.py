@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-from daemon_proc import DaemonProc, rss_kb, wait_until
+from daemon_proc import DaemonProc, metric_value, read_events, rss_kb, wait_until
 
 from schedd.daemon.eventlog import EventLog, Lagged, TooManyStreams, event_bytes
 from schedd.v1 import scheduler_pb2 as pb
@@ -139,3 +140,117 @@ def test_event_log_bounds_a_stream_by_the_bytes_behind_it() -> None:
     assert "resume with from_seq=11 (schedctl watch --from 11)" in str(lagged.value)
     log.unwatch(w)
     log.watch("u")  # its place is free again
+
+
+def accelerated_replay(d: DaemonProc, trace: Path, out: Path) -> None:
+    subprocess.run([sys.executable, "-m", "schedd_clients.replay", str(trace), "--server",
+                    d.address, "--no-progress", "--no-compare", "-o", str(out)],
+                   check=True, capture_output=True, timeout=600)
+
+
+class Reader(threading.Thread):
+    """One WatchEvents stream from the first event, kept in order: (seq, time, kind,
+    job_id, state, cause, nodes) per event, and the number of messages it came in."""
+
+    def __init__(self, address: str, batch: bool, kinds: tuple[str, ...] = ()):
+        super().__init__(daemon=True)
+        self.channel = grpc.insecure_channel(address,
+                                             options=[("grpc.use_local_subchannel_pool", 1)])
+        self.call = pb_grpc.SchedulerStub(self.channel).WatchEvents(
+            pb.WatchEventsRequest(from_seq=1, batch=batch, kinds=kinds), timeout=600)
+        self.events: list[tuple[Any, ...]] = []
+        self.messages = 0
+        self.nested = 0  # `more` entries that carried a `more` of their own
+        self.error: grpc.RpcError | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            for message in self.call:
+                self.messages += 1
+                for e in (message, *message.more):
+                    self.nested += e is not message and len(e.more) > 0
+                    self.events.append((e.seq, e.time, e.kind, e.job_id, e.state, e.cause,
+                                        e.nodes))
+        except grpc.RpcError as err:
+            self.error = err
+
+    def stop(self) -> None:
+        self.call.cancel()
+        self.join(30)
+        self.channel.close()
+
+
+def test_every_watcher_gets_every_event_in_order_batched_or_not(tmp_path: Path) -> None:
+    """Watchers of every event, one event a message or batched, and filtered ones, on a
+    daemon during an accelerated replay: each gets exactly what a reader of the whole
+    stream afterwards gets, in order, without a gap; a batch is one message of many."""
+    trace = lublin(tmp_path / "a.swf", 1500, 3)
+    with DaemonProc("--clock", "accelerated", "--speedup", "1000000", "--cluster",
+                    "nodes:320", "--policy", "easy", "--state-db", str(tmp_path / "j.sqlite"),
+                    env={"SCHEDD_WATCH_STREAMS_PER_USER": "16"}, metrics=True,
+                    timeout=60) as d:
+        plain = [Reader(d.address, batch=False) for _ in range(3)]
+        batched = [Reader(d.address, batch=True) for _ in range(3)]
+        finished = [Reader(d.address, batch=b, kinds=("completed",)) for b in (False, True)]
+        wait_until("the streams to open",
+                   lambda: metric_value(d, "schedd_watch_streams") == 8)
+        accelerated_replay(d, trace, tmp_path / "out")
+        last = int(metric_value(d, "schedd_event_seq"))
+        whole = [(e.seq, e.time, e.kind, e.job_id, e.state, e.cause, e.nodes)
+                 for e in read_events(d.stub(), pb.WatchEventsRequest(from_seq=1), last,
+                                      timeout=120)]
+        assert [e[0] for e in whole] == list(range(1, last + 1))
+        done = [e for e in whole if e[2] == "completed"]
+        assert len(done) == 1500
+        wait_until("every watcher to have every event", lambda: all(
+            len(r.events) >= last for r in plain + batched) and all(
+            len(r.events) >= len(done) for r in finished), timeout=120)
+        for r in plain + batched + finished:
+            r.stop()
+        for r in plain + batched:
+            assert r.events == whole
+        for r in finished:
+            assert r.events == done
+        for r in plain:
+            assert r.messages == last  # one event a message, as before
+        for r in batched + finished[1:]:
+            assert r.nested == 0
+            assert r.messages < len(r.events)  # at least one message carried several
+        assert d.stub().GetCluster(pb.GetClusterRequest()).finished == 1500
+
+
+def test_a_batched_watcher_that_stops_reading_is_cut_off_and_others_go_on(
+        tmp_path: Path) -> None:
+    trace = lublin(tmp_path / "a.swf", 4000, 4)
+    with DaemonProc("--clock", "lockstep", "--cluster", "nodes:320", "--policy", "easy",
+                    "--state-db", str(tmp_path / "j.sqlite"), metrics=True,
+                    env={"SCHEDD_WATCH_BACKLOG_BYTES": str(4 * BACKLOG)},
+                    timeout=60) as d:
+        channel = grpc.insecure_channel(d.address, options=[
+            ("grpc.use_local_subchannel_pool", 1), ("grpc.http2.bdp_probe", 0)])
+        stalled = pb_grpc.SchedulerStub(channel).WatchEvents(
+            pb.WatchEventsRequest(from_seq=1, batch=True), timeout=600)
+        reader = Reader(d.address, batch=True)
+        wait_until("the streams to open", lambda: metric_value(d, "schedd_watch_streams") == 2)
+        replay(d, trace, tmp_path / "out")  # about 16,000 events, far more than 256 KiB
+        last = int(metric_value(d, "schedd_event_seq"))
+        wait_until("the reading watcher to have every event",
+                   lambda: len(reader.events) >= last or reader.error, timeout=120)
+        assert reader.error is None, reader.error
+        reader.stop()
+        assert [e[0] for e in reader.events] == list(range(1, last + 1))
+        got = 0
+        with pytest.raises(grpc.RpcError) as ended:
+            for message in stalled:  # what was on the way, then the status
+                got = message.more[-1].seq if message.more else message.seq
+        assert ended.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, ended.value
+        assert 0 < got < last
+        assert ("fell " in ended.value.details() and "SCHEDD_WATCH_BACKLOG_BYTES"
+                in ended.value.details()), ended.value.details()
+        assert f"resume with from_seq={got + 1}" in ended.value.details()
+        channel.close()
+        assert metric_value(d, "schedd_watch_cutoffs_total") == 1
+        wait_until("the stream's place to be freed",
+                   lambda: metric_value(d, "schedd_watch_streams") == 0)
+        assert d.stub().GetCluster(pb.GetClusterRequest()).finished == 4000

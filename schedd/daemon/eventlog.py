@@ -37,6 +37,8 @@ Row = tuple[int, float, str, int, str, str, int, int]
 EVENT_RING = 200_000  # SCHEDD_EVENT_RING: events kept for resumption
 BACKLOG_BYTES = 4 * 1024 * 1024  # SCHEDD_WATCH_BACKLOG_BYTES: about 80,000 events
 STREAMS_PER_USER = 8  # SCHEDD_WATCH_STREAMS_PER_USER
+BATCH_EVENTS = 4096  # events in one message of a batched stream (WatchEventsRequest.batch)
+BATCH_WAIT = 0.05  # seconds a batched stream gathers events after a short batch
 
 
 def event_bytes(seq: int, kind: str, job_id: int, state: str, cause: str, nodes: int,
@@ -160,9 +162,9 @@ class EventLog:
     def since(self, seq: int) -> list[Event]:
         """Events with sequence number >= seq still in the ring (for tests and tools: a
         stream reads with `read`, a few at a time)."""
-        return [self.event(row) for row in self._rows(max(seq, self.oldest_seq), self._seq)]
+        return [self.event(row) for row in self.rows(max(seq, self.oldest_seq), self._seq)]
 
-    def _rows(self, first: int, last: int) -> list[Row]:
+    def rows(self, first: int, last: int) -> list[Row]:
         """The kept events first..last, as tuples (a column slice at a time)."""
         rows: list[Row] = []
         cap = self.capacity
@@ -222,11 +224,17 @@ class EventLog:
         """Up to `limit` events after the watcher's cursor (moving it on), or [] when it
         has read everything. Raises Lagged when its backlog is over `backlog_bytes` or its
         next event has left the ring, Closed once the daemon is stopping."""
+        span = self.claim(watcher, limit)
+        return self.rows(*span) if span else []
+
+    def claim(self, watcher: Watcher, limit: int) -> tuple[int, int] | None:
+        """As `read`, but the sequence numbers (first, last) of the events, or None: a
+        stream whose events are already encoded for another stream needs no rows."""
         if self._closed:
             raise Closed()
         first = watcher.next_seq
         if first > self._seq:
-            return []
+            return None
         behind = self.backlog(watcher)
         if first < self.oldest_seq or behind > self.backlog_bytes:
             self.cut_off += 1
@@ -239,7 +247,7 @@ class EventLog:
                          first)
         last = min(self._seq, first + limit - 1)
         watcher.next_seq = last + 1
-        return self._rows(first, last)
+        return first, last
 
     async def changed(self) -> None:
         """Returns once an event was published (or the log was closed)."""

@@ -31,7 +31,7 @@ from ..run_files import RECORD_TABLES
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
-from .eventlog import Closed, Lagged, Row, TooManyStreams
+from .eventlog import BATCH_EVENTS, BATCH_WAIT, Closed, EventLog, Lagged, Row, TooManyStreams
 from .host import EngineFailed, EngineHost
 from .interceptor import current_principal
 from .journal import Journal, JournalError
@@ -121,6 +121,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         self.requests: dict[str, tuple[str, int, dict[str, Any]]] = {}
         self._inflight: dict[str, asyncio.Future[None]] = {}
         self.max_waiting = MAX_WAITING  # SCHEDD_MAX_WAITING (server.py)
+        self.encoded_events = EncodedEvents(host.events)
 
     def restore_ids(self, stimuli: list[Stimulus]) -> None:
         """After recovery: ids in use, and the assigned-id cursor past the last id the
@@ -666,14 +667,22 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     # ------------------------------------------------------------------ events
     async def WatchEvents(self, request: pb.WatchEventsRequest,
-                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Event]:
+                          context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         """The stream reads the ring from its own cursor as fast as gRPC takes the events
         (a write waits while the client's flow-control window is full), so a stalled
         client holds nothing but its place; it is ended when it falls more than the
-        backlog bound behind (eventlog.py)."""
+        backlog bound behind (eventlog.py). Events go out as their encoded bytes, encoded
+        once for every stream (`EncodedEvents`; the method's serializer passes bytes on,
+        server.py). With `batch`, one message carries up to BATCH_EVENTS events
+        (`Event.more`), and a stream that sent a short batch gathers for BATCH_WAIT
+        before it reads again: one gRPC write costs the loop about 40 us, which per event
+        and per watcher was what a hundred watchers cost (docs/benchmarks.md)."""
         events = self.host.events
         kinds = frozenset(request.kinds)
         job_id = request.job_id
+        batch = request.batch
+        limit = BATCH_EVENTS if batch else 256
+        encoded = self.encoded_events
         if request.from_seq and request.from_seq < events.oldest_seq:
             await context.abort(grpc.StatusCode.OUT_OF_RANGE,
                                 f"events before {events.oldest_seq} are no longer kept; "
@@ -688,7 +697,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         try:
             while True:
                 try:
-                    rows = events.read(watcher)
+                    span = events.claim(watcher, limit)
                 except Lagged as err:
                     self.host.metrics.watch_cutoffs.inc()
                     await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
@@ -698,12 +707,27 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                                         f"the daemon is stopping; the event stream was cut "
                                         f"off after {resume - 1}: resume with "
                                         f"from_seq={resume}")
-                if not rows:
+                if span is None:
                     await events.changed()
                     continue
-                for row in rows:
-                    if (not kinds or row[2] in kinds) and (not job_id or row[3] == job_id):
-                        yield _row_pb(row, events.epoch)
+                if kinds or job_id:
+                    rows = [row for row in events.rows(*span)
+                            if (not kinds or row[2] in kinds) and (not job_id
+                                                                   or row[3] == job_id)]
+                    if not rows:
+                        continue
+                    if batch:
+                        yield encoded.batch(rows)
+                    else:
+                        for row in rows:
+                            yield encoded.one(row)
+                elif batch:
+                    yield encoded.span(*span)
+                else:
+                    for row in events.rows(*span):
+                        yield encoded.one(row)
+                if batch and span[1] - span[0] + 1 < limit:
+                    await asyncio.sleep(BATCH_WAIT)  # let a batch gather
         finally:
             events.unwatch(watcher)
 
@@ -876,6 +900,65 @@ def fingerprint(request: Any) -> str:
     """What a request asked for, to tell a retry from a reuse of its request id."""
     data = type(request).__name__.encode() + request.SerializeToString(deterministic=True)
     return hashlib.sha256(data).hexdigest()[:32]
+
+
+ENCODED_EVENTS = 16384  # recent events kept encoded for the streams (about 1.5 MB)
+_MORE_TAG = b"\x4a"  # Event.more: field 9, length-delimited
+
+
+class EncodedEvents:
+    """Events as WatchEvents sends them, encoded once for every stream that reads them:
+    the last ENCODED_EVENTS by sequence number, and the last whole batch (streams woken
+    by the same events read the same span). A batch is the first event's bytes followed
+    by each next event as an `Event.more` entry (a repeated message field on the wire is
+    its entries one after another)."""
+
+    def __init__(self, events: EventLog, size: int = ENCODED_EVENTS):
+        self.events = events
+        self.size = size
+        self._at = [0] * size  # the sequence number whose bytes are in each slot
+        self._bytes = [b""] * size
+        self._span: tuple[int, int, str] = (0, 0, "")
+        self._span_bytes = b""
+
+    def one(self, row: Row) -> bytes:
+        seq = row[0]
+        i = seq % self.size
+        if self._at[i] == seq and seq:
+            return self._bytes[i]
+        data = _row_pb(row, self.events.epoch).SerializeToString()
+        self._at[i], self._bytes[i] = seq, data
+        return data
+
+    def batch(self, rows: list[Row]) -> bytes:
+        one = self.one
+        parts = [one(rows[0])]
+        for row in rows[1:]:
+            data = one(row)
+            parts.append(_MORE_TAG + _varint(len(data)) + data)
+        return b"".join(parts)
+
+    def span(self, first: int, last: int) -> bytes:
+        """Every event first..last as one batch."""
+        key = (first, last, self.events.epoch)
+        if key != self._span:
+            self._span_bytes = self.batch(self.events.rows(first, last))
+            self._span = key
+        return self._span_bytes
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def event_bytes_or_message(message: Any) -> bytes:
+    """WatchEvents' response serializer: events come encoded already (EncodedEvents)."""
+    return message if type(message) is bytes else message.SerializeToString()
 
 
 def _row_pb(row: Row, epoch: str) -> pb.Event:
