@@ -235,6 +235,17 @@ class EventLog:
         first = watcher.next_seq
         if first > self._seq:
             return None
+        self.check(watcher, first)
+        last = min(self._seq, first + limit - 1)
+        watcher.next_seq = last + 1
+        return first, last
+
+    def check(self, watcher: Watcher, resume: int, on_its_way: bool = False) -> None:
+        """Raises Lagged when the watcher's backlog is over `backlog_bytes` or its next
+        event has left the ring; `resume` is the first event it may not have. A stream
+        whose write is stalled (`on_its_way`) is told to resume from the first event of
+        the message on its way, which may still reach it: events again, never a gap."""
+        first = watcher.next_seq
         behind = self.backlog(watcher)
         if first < self.oldest_seq or behind > self.backlog_bytes:
             self.cut_off += 1
@@ -242,12 +253,10 @@ class EventLog:
                    f"{self.backlog_bytes:,} a stream may (SCHEDD_WATCH_BACKLOG_BYTES)"
                    if first >= self.oldest_seq else
                    f"fell behind the {self.capacity:,} events the daemon keeps")
-            raise Lagged(f"this event stream {why}; it was ended after event {first - 1}: "
-                         f"resume with from_seq={first} (schedctl watch --from {first})",
-                         first)
-        last = min(self._seq, first + limit - 1)
-        watcher.next_seq = last + 1
-        return first, last
+            where = (f"while event {resume} was on its way (if it reached you, skip it)"
+                     if on_its_way else f"after event {resume - 1}")
+            raise Lagged(f"this event stream {why}; it was ended {where}: resume with "
+                         f"from_seq={resume} (schedctl watch --from {resume})", resume)
 
     async def changed(self) -> None:
         """Returns once an event was published (or the log was closed)."""

@@ -31,7 +31,16 @@ from ..run_files import RECORD_TABLES
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
-from .eventlog import BATCH_EVENTS, BATCH_WAIT, Closed, EventLog, Lagged, Row, TooManyStreams
+from .eventlog import (
+    BATCH_EVENTS,
+    BATCH_WAIT,
+    Closed,
+    EventLog,
+    Lagged,
+    Row,
+    TooManyStreams,
+    Watcher,
+)
 from .host import EngineFailed, EngineHost
 from .interceptor import current_principal
 from .journal import Journal, JournalError
@@ -698,9 +707,6 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             while True:
                 try:
                     span = events.claim(watcher, limit)
-                except Lagged as err:
-                    self.host.metrics.watch_cutoffs.inc()
-                    await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
                 except Closed:
                     resume = watcher.next_seq
                     await context.abort(grpc.StatusCode.UNAVAILABLE,
@@ -717,19 +723,44 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                     if not rows:
                         continue
                     if batch:
-                        yield encoded.batch(rows)
+                        await self._send(context, watcher, encoded.batch(rows), rows[0][0])
                     else:
                         for row in rows:
-                            yield encoded.one(row)
+                            await self._send(context, watcher, encoded.one(row), row[0])
                 elif batch:
-                    yield encoded.span(*span)
+                    await self._send(context, watcher, encoded.span(*span), span[0])
                 else:
                     for row in events.rows(*span):
-                        yield encoded.one(row)
+                        await self._send(context, watcher, encoded.one(row), row[0])
                 if batch and span[1] - span[0] + 1 < limit:
                     await asyncio.sleep(BATCH_WAIT)  # let a batch gather
+        except Lagged as err:
+            events.unwatch(watcher)  # its place is free before the status goes out
+            self.host.metrics.watch_cutoffs.inc()
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
         finally:
             events.unwatch(watcher)
+        if False:  # an async generator for the interceptor; it writes with context.write
+            yield b""
+
+    async def _send(self, context: grpc.aio.ServicerContext, watcher: Watcher, data: bytes,
+                    first: int) -> None:
+        """Write one message (its first event `first`). A client that stops reading fills
+        its flow-control window and the write waits; every WRITE_CHECK seconds meanwhile
+        the stream's backlog is checked, and past the bound it is ended (Lagged) without
+        waiting for the client to read again: the stream holds its place and this one
+        message until then, never more."""
+        write = asyncio.ensure_future(context.write(data))
+        while True:
+            done, _ = await asyncio.wait((write,), timeout=WRITE_CHECK)
+            if done:
+                write.result()
+                return
+            try:
+                self.host.events.check(watcher, first, on_its_way=True)
+            except Lagged:
+                write.add_done_callback(_retrieved)  # it may still go out; nobody waits
+                raise
 
     # ------------------------------------------------------------------ cluster, results
     async def GetCluster(self, request: pb.GetClusterRequest,
@@ -903,6 +934,13 @@ def fingerprint(request: Any) -> str:
 
 
 ENCODED_EVENTS = 16384  # recent events kept encoded for the streams (about 1.5 MB)
+WRITE_CHECK = 0.25  # seconds between backlog checks while a stream's write waits
+
+
+def _retrieved(write: asyncio.Future[None]) -> None:
+    """A cut-off stream's last write, done after all: its outcome is nobody's concern."""
+    if not write.cancelled():
+        write.exception()
 _MORE_TAG = b"\x4a"  # Event.more: field 9, length-delimited
 
 
