@@ -75,11 +75,15 @@ def lublin(path: Path, jobs: int, seed: int) -> Path:
     return path
 
 
+LOCKSTEP = False  # --lockstep: the daemon's clock and the replay in lockstep
+
+
 def replay(address: str, trace: Path, out: Path) -> float:
     """Wall seconds of an accelerated `schedd-replay` (from start to exit)."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "schedd_clients.replay", str(trace), "--server",
-                    address, "--no-progress", "--no-compare", "-o", str(out)], check=True,
+                    address, "--no-progress", "--no-compare", "-o", str(out),
+                    *(["--lockstep"] if LOCKSTEP else [])], check=True,
                    capture_output=True, timeout=1800)
     return time.perf_counter() - start
 
@@ -195,7 +199,9 @@ def metric(port: int, name: str) -> float:
 
 
 def serve_args(tmp: Path, tag: str, speedup: float) -> list[str]:
-    return ["--clock", "accelerated", "--speedup", f"{speedup:g}", "--cluster", "nodes:320",
+    clock = ["--clock", "lockstep"] if LOCKSTEP else ["--clock", "accelerated", "--speedup",
+                                                      f"{speedup:g}"]
+    return [*clock, "--cluster", "nodes:320",
             "--policy", "easy", "--state-db", str(tmp / f"{tag}.sqlite"), "--log-level",
             "warning"]
 
@@ -298,8 +304,13 @@ def main() -> None:
     p.add_argument("--only", default="ratio,watchers,stalled")
     p.add_argument("--modes", default="event,batch",
                    help="watchers one event a message (event), batched (batch), or both")
+    p.add_argument("--lockstep", action="store_true",
+                   help="the daemon and the replay in lockstep: as fast as they go (the "
+                   "accelerated replay is paced by the virtual clock)")
     p.add_argument("--out", default=str(RESULTS / "watchers-latest.md"))
     a = p.parse_args()
+    global LOCKSTEP
+    LOCKSTEP = a.lockstep
     parts = set(a.only.split(","))
     lines = [f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
              f"{platform.node()}: {os.cpu_count()} cores, Python "
@@ -342,8 +353,9 @@ def main() -> None:
                 wc = " / ".join(f"{w['daemon_cpu']:.1f}" for w in runs)
                 label = ("batched (`batch: true`)" if mode == "batch"
                          else "one event a message")
+                kind = "lockstep" if LOCKSTEP else "accelerated"
                 rows.append(
-                    f"| {a.jobs:,}-job accelerated replay with {a.watchers} watchers, "
+                    f"| {a.jobs:,}-job {kind} replay with {a.watchers} watchers, "
                     f"{label} / without | {slow:.3f}x "
                     f"({statistics.median(w['wall'] for w in runs):.1f} s / "
                     f"{statistics.median(b['wall'] for b in bare):.1f} s) | with {ww} s, "
