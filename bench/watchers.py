@@ -223,9 +223,11 @@ def watched_replay(trace: Path, tmp: Path, tag: str, watchers: int,
                     raise SystemExit("the watchers did not open their streams")
                 time.sleep(0.1)
         cpu0 = cpu_seconds(d.proc.pid)
+        wcpu0 = cpu_seconds(proc.pid) if proc is not None else 0.0
         wall = replay(d.address, trace, tmp / f"{tag}-out")
         ended = time.perf_counter()
         cpu = cpu_seconds(d.proc.pid) - cpu0
+        wcpu = cpu_seconds(proc.pid) - wcpu0 if proc is not None else 0.0
         lag = 0.0
         count = int(metric(d.metrics_port, "schedd_event_seq"))
         got: list[dict[str, Any]] = []
@@ -238,7 +240,7 @@ def watched_replay(trace: Path, tmp: Path, tag: str, watchers: int,
     complete = sum(1 for g in got if g["count"] == count and g["last"] == count
                    and g["gaps"] == 0 and g["digest"] == digest)
     return {"wall": wall, "daemon_cpu": cpu, "events": count, "watchers": len(got),
-            "lag": lag, "messages": sum(g["messages"] for g in got),
+            "lag": lag, "messages": sum(g["messages"] for g in got), "watchers_cpu": wcpu,
             "complete": complete, "statuses": sorted({g["status"] for g in got})}
 
 
@@ -351,6 +353,7 @@ def main() -> None:
                 complete = all(w["complete"] == a.watchers for w in runs)
                 ww = " / ".join(f"{w['wall']:.1f}" for w in runs)
                 wc = " / ".join(f"{w['daemon_cpu']:.1f}" for w in runs)
+                cc = " / ".join(f"{w['watchers_cpu']:.1f}" for w in runs)
                 label = ("batched (`batch: true`)" if mode == "batch"
                          else "one event a message")
                 kind = "lockstep" if LOCKSTEP else "accelerated"
@@ -359,7 +362,8 @@ def main() -> None:
                     f"{label} / without | {slow:.3f}x "
                     f"({statistics.median(w['wall'] for w in runs):.1f} s / "
                     f"{statistics.median(b['wall'] for b in bare):.1f} s) | with {ww} s, "
-                    f"without {bw} s; daemon CPU with {wc} s, without {bc} s | < 1.10x | "
+                    f"without {bw} s; daemon CPU with {wc} s, without {bc} s; the watchers' "
+                    f"process CPU meanwhile {cc} s | < 1.10x | "
                     f"{'yes' if slow < 1.10 else 'no'} |")
                 lags = " / ".join(f"{w['lag']:.1f}" for w in runs)
                 msgs = " / ".join(f"{w['messages']:,}" for w in runs)
