@@ -679,8 +679,10 @@ class SchedulerService(pb_grpc.SchedulerServicer):
                           context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         """The stream reads the ring from its own cursor as fast as gRPC takes the events
         (a write waits while the client's flow-control window is full), so a stalled
-        client holds nothing but its place; it is ended when it falls more than the
-        backlog bound behind (eventlog.py). Events go out as their encoded bytes, encoded
+        client holds nothing but its place and one message; it is ended when it falls
+        more than the backlog bound behind (eventlog.py), while its write waits too
+        (`_send`). It writes with context.write; the `yield` below only makes it the
+        async generator the interceptor wraps. Events go out as their encoded bytes, encoded
         once for every stream (`EncodedEvents`; the method's serializer passes bytes on,
         server.py). With `batch`, one message carries up to BATCH_EVENTS events
         (`Event.more`), and a stream that sent a short batch gathers for BATCH_WAIT
