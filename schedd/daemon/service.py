@@ -958,7 +958,8 @@ class EncodedEvents:
         self.size = size
         self._at = [0] * size  # the sequence number whose bytes are in each slot
         self._bytes = [b""] * size
-        self._span: tuple[int, int, str] = (0, 0, "")
+        self._entry = [b""] * size  # the same event as an `Event.more` entry
+        self._span: tuple[int, int] = (0, 0)
         self._span_bytes = b""
 
     def one(self, row: Row) -> bytes:
@@ -968,23 +969,34 @@ class EncodedEvents:
             return self._bytes[i]
         data = _row_pb(row, self.events.epoch).SerializeToString()
         self._at[i], self._bytes[i] = seq, data
+        self._entry[i] = _MORE_TAG + _varint(len(data)) + data
         return data
 
     def batch(self, rows: list[Row]) -> bytes:
-        one = self.one
+        one, entry, size = self.one, self._entry, self.size
         parts = [one(rows[0])]
         for row in rows[1:]:
-            data = one(row)
-            parts.append(_MORE_TAG + _varint(len(data)) + data)
+            one(row)
+            parts.append(entry[row[0] % size])
         return b"".join(parts)
 
     def span(self, first: int, last: int) -> bytes:
-        """Every event first..last as one batch."""
-        key = (first, last, self.events.epoch)
-        if key != self._span:
-            self._span_bytes = self.batch(self.events.rows(first, last))
-            self._span = key
-        return self._span_bytes
+        """Every event first..last (at most `size`) as one batch: the cached entries
+        joined, rows built only for events not encoded yet (streams at different
+        cursors miss the one-span cache; this was half of WatchEvents' time)."""
+        if (first, last) == self._span:
+            return self._span_bytes
+        at, size = self._at, self.size
+        slots = [seq % size for seq in range(first, last + 1)]
+        for seq, i in zip(range(first, last + 1), slots, strict=True):
+            if at[i] != seq:  # the first not encoded yet: encode from there on
+                for row in self.events.rows(seq, last):
+                    self.one(row)
+                break
+        entry = self._entry
+        data = self._bytes[slots[0]] + b"".join([entry[i] for i in slots[1:]])
+        self._span, self._span_bytes = (first, last), data
+        return data
 
 
 def _varint(n: int) -> bytes:
