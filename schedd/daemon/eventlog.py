@@ -82,12 +82,16 @@ class Watcher:
     """One stream's place in the ring: the next sequence number it will read, and the
     bytes published before it opened (what came before is not its backlog)."""
 
-    __slots__ = ("user", "next_seq", "opened_at")
+    __slots__ = ("user", "next_seq", "opened_at", "writing", "since", "task", "cut")
 
     def __init__(self, user: str, next_seq: int, opened_at: int):
         self.user = user
         self.next_seq = next_seq
         self.opened_at = opened_at
+        self.writing = 0  # the first event of the message being written (0: none)
+        self.since = 0.0  # when that write began (time.monotonic)
+        self.task: asyncio.Task[Any] | None = None  # the stream's handler
+        self.cut: Lagged | None = None  # why it was ended while its write waited
 
 
 class EventLog:
@@ -128,6 +132,9 @@ class EventLog:
     @property
     def watchers(self) -> int:
         return len(self._watchers)
+
+    def streams(self) -> list[Watcher]:
+        return list(self._watchers)
 
     def add_listener(self, listener: Callable[[Event], None],
                      kinds: frozenset[str] | None = None) -> None:

@@ -16,6 +16,7 @@ import bisect
 import hashlib
 import math
 import re
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, NoReturn
 
@@ -131,6 +132,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         self._inflight: dict[str, asyncio.Future[None]] = {}
         self.max_waiting = MAX_WAITING  # SCHEDD_MAX_WAITING (server.py)
         self.encoded_events = EncodedEvents(host.events)
+        self._stall_checker: asyncio.Task[None] | None = None
 
     def restore_ids(self, stimuli: list[Stimulus]) -> None:
         """After recovery: ids in use, and the assigned-id cursor past the last id the
@@ -681,7 +683,7 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         (a write waits while the client's flow-control window is full), so a stalled
         client holds nothing but its place and one message; it is ended when it falls
         more than the backlog bound behind (eventlog.py), while its write waits too
-        (`_send`). It writes with context.write; the `yield` below only makes it the
+        (`_check_stalled`). It writes with context.write; the `yield` below only makes it the
         async generator the interceptor wraps. Events go out as their encoded bytes, encoded
         once for every stream (`EncodedEvents`; the method's serializer passes bytes on,
         server.py). With `batch`, one message carries up to BATCH_EVENTS events
@@ -705,6 +707,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         except Closed:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the daemon is stopping; "
                                 "resume once it serves again")
+        watcher.task = asyncio.current_task()
+        self._watch_stalls()
         try:
             while True:
                 try:
@@ -740,6 +744,12 @@ class SchedulerService(pb_grpc.SchedulerServicer):
             events.unwatch(watcher)  # its place is free before the status goes out
             self.host.metrics.watch_cutoffs.inc()
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
+        except asyncio.CancelledError:
+            if watcher.cut is None:  # the client went away, or the daemon is stopping
+                raise
+            events.unwatch(watcher)  # ended by _check_stalled while its write waited
+            self.host.metrics.watch_cutoffs.inc()
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(watcher.cut))
         finally:
             events.unwatch(watcher)
         if False:  # an async generator for the interceptor; it writes with context.write
@@ -748,21 +758,38 @@ class SchedulerService(pb_grpc.SchedulerServicer):
     async def _send(self, context: grpc.aio.ServicerContext, watcher: Watcher, data: bytes,
                     first: int) -> None:
         """Write one message (its first event `first`). A client that stops reading fills
-        its flow-control window and the write waits; every WRITE_CHECK seconds meanwhile
-        the stream's backlog is checked, and past the bound it is ended (Lagged) without
-        waiting for the client to read again: the stream holds its place and this one
-        message until then, never more."""
-        write = asyncio.ensure_future(context.write(data))
-        while True:
-            done, _ = await asyncio.wait((write,), timeout=WRITE_CHECK)
-            if done:
-                write.result()
-                return
-            try:
-                self.host.events.check(watcher, first, on_its_way=True)
-            except Lagged:
-                write.add_done_callback(_retrieved)  # it may still go out; nobody waits
-                raise
+        its flow-control window and the write waits; `_check_stalled` looks at such
+        writes every WRITE_CHECK seconds and ends a stream past the backlog bound
+        without waiting for its client to read again: the stream holds its place and
+        this one message until then, never more. (A task and a timed wait per write cost
+        the loop about 100 us a message; the flag is free.)"""
+        watcher.writing, watcher.since = first, time.monotonic()
+        try:
+            await context.write(data)
+        finally:
+            watcher.writing = 0
+
+    def _watch_stalls(self) -> None:
+        if self._stall_checker is None or self._stall_checker.done():
+            self._stall_checker = asyncio.get_running_loop().create_task(
+                self._check_stalled())
+
+    async def _check_stalled(self) -> None:
+        """While streams are open: every WRITE_CHECK seconds, a stream whose write has
+        waited that long and which is past the bound is ended (its handler cancelled,
+        which answers RESOURCE_EXHAUSTED with the reason, WatchEvents)."""
+        events = self.host.events
+        while events.watchers:
+            await asyncio.sleep(WRITE_CHECK)
+            now = time.monotonic()
+            for w in events.streams():
+                if (w.writing and w.cut is None and w.task is not None
+                        and now - w.since >= WRITE_CHECK):
+                    try:
+                        events.check(w, w.writing, on_its_way=True)
+                    except Lagged as err:
+                        w.cut = err
+                        w.task.cancel()
 
     # ------------------------------------------------------------------ cluster, results
     async def GetCluster(self, request: pb.GetClusterRequest,
@@ -938,11 +965,6 @@ def fingerprint(request: Any) -> str:
 ENCODED_EVENTS = 16384  # recent events kept encoded for the streams (about 1.5 MB)
 WRITE_CHECK = 0.25  # seconds between backlog checks while a stream's write waits
 
-
-def _retrieved(write: asyncio.Future[None]) -> None:
-    """A cut-off stream's last write, done after all: its outcome is nobody's concern."""
-    if not write.cancelled():
-        write.exception()
 _MORE_TAG = b"\x4a"  # Event.more: field 9, length-delimited
 
 
