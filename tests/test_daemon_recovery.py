@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from daemon_proc import DaemonProc, free_port
+from daemon_proc import DaemonProc, free_port, wait_until
 
 from schedd.traces import read_trace
 from schedd.v1 import scheduler_pb2 as pb
@@ -113,3 +114,57 @@ def test_lockstep_state_survives_kill_9_exactly(tmp_path: Path) -> None:
                                                 runtime=180, submit_time=30.0,
                                                 request_id="r3"))
         assert again.duplicate and again.job_id == 3
+
+
+def test_engine_work_without_stimuli_is_snapshotted_and_recovered_from(
+        tmp_path: Path) -> None:
+    """A lockstep clock runs the engine on without any stimulus; after
+    SCHEDD_SNAPSHOT_WORK_MS of engine work a snapshot is taken anyway, so a restart runs
+    again only what came after it, and ends in the same state and results."""
+    import sqlite3
+
+    db = tmp_path / "journal.sqlite"
+    args = ("--clock", "lockstep", "--cluster", "nodes:64", "--policy", "easy",
+            "--state-db", str(db), "--log-level", "info")
+    jobs = [pb.SubmitJobRequest(job_id=i, submit_time=10.0 * i, nodes=1 + i % 64,
+                                runtime=100.0 + i % 7 * 50, walltime=1000.0)
+            for i in range(1, 601)]
+
+    def snapshots() -> list[tuple[int, float]]:
+        with sqlite3.connect(db) as con:
+            return con.execute("SELECT last_seq, engine_time FROM snapshot").fetchall()
+
+    def state(d: DaemonProc) -> tuple[Any, ...]:
+        c = d.stub().GetCluster(pb.GetClusterRequest(), timeout=30)
+        return (c.finished, c.pending, [(q.job_class, q.jobs) for q in c.queue_by_class],
+                c.busy_nodes, c.clock.engine_time)
+
+    first = DaemonProc(*args, env={"SCHEDD_SNAPSHOT_WORK_MS": "1"})
+    try:
+        stub = first.stub()
+        assert stub.SubmitJobs(iter([pb.SubmitJobsRequest(jobs=jobs)]),
+                               timeout=60).accepted == 600
+        # The stream's iteration is snapshotted (600 live jobs); then no stimulus, only
+        # the clock, in steps, until the engine's work brings another snapshot.
+        wait_until("the stream's snapshot", lambda: snapshots() == [(600, 0.0)])
+        t = 0.0
+        while snapshots() == [(600, 0.0)]:
+            t += 20.0
+            assert t < 1e5, "no snapshot after the engine's work"
+            stub.AdvanceClock(pb.AdvanceClockRequest(to=t), timeout=60)
+        (seq, engine_time), = snapshots()
+        assert seq == 600 and engine_time > 0.0  # past the last stimulus's iteration
+        for _ in range(5):
+            t += 20.0
+            stub.AdvanceClock(pb.AdvanceClockRequest(to=t), timeout=60)
+        before = state(first)
+        first.kill()
+    finally:
+        first.stop()
+    second = DaemonProc(*args)
+    try:
+        assert state(second) == before
+        second.stub().AdvanceClock(pb.AdvanceClockRequest(until_idle=True), timeout=60)
+        assert state(second)[0] == 600
+    finally:
+        second.stop()

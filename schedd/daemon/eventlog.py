@@ -37,6 +37,8 @@ Row = tuple[int, float, str, int, str, str, int, int]
 EVENT_RING = 200_000  # SCHEDD_EVENT_RING: events kept for resumption
 BACKLOG_BYTES = 4 * 1024 * 1024  # SCHEDD_WATCH_BACKLOG_BYTES: about 80,000 events
 STREAMS_PER_USER = 8  # SCHEDD_WATCH_STREAMS_PER_USER
+BATCH_EVENTS = 4096  # events in one message of a batched stream (WatchEventsRequest.batch)
+BATCH_WAIT = 0.05  # seconds a batched stream gathers events after a short batch
 
 
 def event_bytes(seq: int, kind: str, job_id: int, state: str, cause: str, nodes: int,
@@ -80,12 +82,16 @@ class Watcher:
     """One stream's place in the ring: the next sequence number it will read, and the
     bytes published before it opened (what came before is not its backlog)."""
 
-    __slots__ = ("user", "next_seq", "opened_at")
+    __slots__ = ("user", "next_seq", "opened_at", "writing", "since", "task", "cut")
 
     def __init__(self, user: str, next_seq: int, opened_at: int):
         self.user = user
         self.next_seq = next_seq
         self.opened_at = opened_at
+        self.writing = 0  # the first event of the message being written (0: none)
+        self.since = 0.0  # when that write began (time.monotonic)
+        self.task: asyncio.Task[Any] | None = None  # the stream's handler
+        self.cut: Lagged | None = None  # why it was ended while its write waited
 
 
 class EventLog:
@@ -127,6 +133,9 @@ class EventLog:
     def watchers(self) -> int:
         return len(self._watchers)
 
+    def streams(self) -> list[Watcher]:
+        return list(self._watchers)
+
     def add_listener(self, listener: Callable[[Event], None],
                      kinds: frozenset[str] | None = None) -> None:
         """Called synchronously for each event (the MQTT bus and the metrics use this), or
@@ -160,9 +169,9 @@ class EventLog:
     def since(self, seq: int) -> list[Event]:
         """Events with sequence number >= seq still in the ring (for tests and tools: a
         stream reads with `read`, a few at a time)."""
-        return [self.event(row) for row in self._rows(max(seq, self.oldest_seq), self._seq)]
+        return [self.event(row) for row in self.rows(max(seq, self.oldest_seq), self._seq)]
 
-    def _rows(self, first: int, last: int) -> list[Row]:
+    def rows(self, first: int, last: int) -> list[Row]:
         """The kept events first..last, as tuples (a column slice at a time)."""
         rows: list[Row] = []
         cap = self.capacity
@@ -222,11 +231,28 @@ class EventLog:
         """Up to `limit` events after the watcher's cursor (moving it on), or [] when it
         has read everything. Raises Lagged when its backlog is over `backlog_bytes` or its
         next event has left the ring, Closed once the daemon is stopping."""
+        span = self.claim(watcher, limit)
+        return self.rows(*span) if span else []
+
+    def claim(self, watcher: Watcher, limit: int) -> tuple[int, int] | None:
+        """As `read`, but the sequence numbers (first, last) of the events, or None: a
+        stream whose events are already encoded for another stream needs no rows."""
         if self._closed:
             raise Closed()
         first = watcher.next_seq
         if first > self._seq:
-            return []
+            return None
+        self.check(watcher, first)
+        last = min(self._seq, first + limit - 1)
+        watcher.next_seq = last + 1
+        return first, last
+
+    def check(self, watcher: Watcher, resume: int, on_its_way: bool = False) -> None:
+        """Raises Lagged when the watcher's backlog is over `backlog_bytes` or its next
+        event has left the ring; `resume` is the first event it may not have. A stream
+        whose write is stalled (`on_its_way`) is told to resume from the first event of
+        the message on its way, which may still reach it: events again, never a gap."""
+        first = watcher.next_seq
         behind = self.backlog(watcher)
         if first < self.oldest_seq or behind > self.backlog_bytes:
             self.cut_off += 1
@@ -234,12 +260,10 @@ class EventLog:
                    f"{self.backlog_bytes:,} a stream may (SCHEDD_WATCH_BACKLOG_BYTES)"
                    if first >= self.oldest_seq else
                    f"fell behind the {self.capacity:,} events the daemon keeps")
-            raise Lagged(f"this event stream {why}; it was ended after event {first - 1}: "
-                         f"resume with from_seq={first} (schedctl watch --from {first})",
-                         first)
-        last = min(self._seq, first + limit - 1)
-        watcher.next_seq = last + 1
-        return self._rows(first, last)
+            where = (f"while event {resume} was on its way (if it reached you, skip it)"
+                     if on_its_way else f"after event {resume - 1}")
+            raise Lagged(f"this event stream {why}; it was ended {where}: resume with "
+                         f"from_seq={resume} (schedctl watch --from {resume})", resume)
 
     async def changed(self) -> None:
         """Returns once an event was published (or the log was closed)."""

@@ -58,7 +58,7 @@ from .records import (
     record_of_job,
     record_of_spec,
 )
-from .snapshot import SNAPSHOT_EVERY, dumps, restore
+from .snapshot import SNAPSHOT_EVERY, SNAPSHOT_WORK_RATIO, SNAPSHOT_WORK_SECONDS, dumps, restore
 from .stored import RECORD_ROWS, pack_rows, stored_chunks, stored_record
 
 log = structlog.get_logger("schedd.host")
@@ -191,6 +191,9 @@ class EngineHost:
         self.results_in_memory = RESULTS_IN_MEMORY  # SCHEDD_RESULTS_IN_MEMORY
         self.last_applied_seq = 0  # stimuli up to here are applied (in seq order)
         self._applied_since_snapshot = 0
+        self._work_since_snapshot = 0.0  # iterations' wall seconds since the last snapshot
+        self._snapshot_seconds = 0.0  # what the last snapshot took (pickle and store)
+        self.snapshot_work_seconds = SNAPSHOT_WORK_SECONDS  # SCHEDD_SNAPSHOT_WORK_MS
         # A fixed interval (SCHEDD_SNAPSHOT_EVERY), or None: the default, which also waits
         # for as many stimuli as there are live jobs. A snapshot's cost grows with the live
         # jobs, so that bounds its cost per stimulus (recovery replays at most that many).
@@ -280,8 +283,10 @@ class EngineHost:
             if out.applied:
                 self.last_applied_seq = out.applied[-1][0]
                 self._applied_since_snapshot += len(out.applied)
-                if self._applied_since_snapshot >= self._snapshot_due():
-                    await self._snapshot()
+            self._work_since_snapshot += out.seconds
+            if (self._applied_since_snapshot >= self._snapshot_due()
+                    or self._work_since_snapshot >= self._work_due()):
+                await self._snapshot()
             if idle_run and out.caught_up:
                 self._run_until_idle = False
                 if self.clock.lockstep:
@@ -300,9 +305,23 @@ class EngineHost:
             return max(SNAPSHOT_EVERY, len(self.records))
         return self.snapshot_every
 
+    def _work_due(self) -> float:
+        """Engine seconds after which a snapshot is taken though no stimulus came: a
+        lockstep or accelerated clock runs the engine through a month without one, and
+        recovery ran that month again from the last snapshot (60 s to serving for a
+        100,000-node pool, docs/benchmarks.md). At least SNAPSHOT_WORK_RATIO times the
+        last snapshot's seconds, so snapshots take at most a fifth of the engine's time.
+        Only with the default interval (SCHEDD_SNAPSHOT_EVERY fixes it);
+        SCHEDD_SNAPSHOT_WORK_MS sets the seconds."""
+        if self.snapshot_every is not None:
+            return math.inf
+        return max(self.snapshot_work_seconds,
+                   SNAPSHOT_WORK_RATIO * self._snapshot_seconds)
+
     async def _snapshot(self) -> None:
         """Store the live state and compact the journal to it (between iterations)."""
         self._applied_since_snapshot = 0
+        self._work_since_snapshot = 0.0
         start = time.perf_counter()
         seq, engine_time, clock = self.last_applied_seq, self.engine_time, self.durable_clock
         host = {"records": dict(self.records), "owners": dict(self.owners),
@@ -314,9 +333,10 @@ class EngineHost:
             log.error("snapshot failed; the journal keeps every stimulus until one works",
                       error=f"{type(err).__name__}: {err}")
             return
+        self._snapshot_seconds = time.perf_counter() - start
         log.info("snapshot stored, journal compacted", last_stimulus_id=seq,
                  bytes=len(state), live_jobs=len(self.records),
-                 seconds=round(time.perf_counter() - start, 3))
+                 seconds=round(self._snapshot_seconds, 3))
 
     def _snapshot_objects(self) -> dict[str, Any]:
         return {"engine": self.engine, "primary": self.policy.primary,
@@ -766,7 +786,7 @@ class EngineHost:
             utilisation=busy / up, virtual_time=now, engine_time=self.engine_time,
             clock_lag=max(0.0, now - self.engine_time),
             mqtt_connected=1.0 if self.bus_connected() else 0.0,
-            watch_streams=self.events.watchers)
+            watch_streams=self.events.watchers, event_seq=self.events.last_seq)
 
     async def results(self, chunk: int = 50_000) -> AsyncIterator[dict[str, np.ndarray]]:
         """Every result row, oldest first, in chunks: the results store's, then the

@@ -63,6 +63,7 @@ class StateSnapshot:
     clock_lag: float = 0.0  # virtual seconds
     mqtt_connected: float = 0.0
     watch_streams: int = 0  # open WatchEvents streams
+    event_seq: int = 0  # sequence number of the last event published
 
 
 # Old name (0.1.0) -> new name; the old names go one release after the rename.
@@ -155,6 +156,9 @@ class _StateCollector(Collector):
                                 "connected.", value=s.mqtt_connected)
         yield GaugeMetricFamily(PREFIX + "watch_streams", "WatchEvents streams open.",
                                 value=s.watch_streams)
+        yield GaugeMetricFamily(PREFIX + "event_seq", "Sequence number of the last event "
+                                "published (WatchEvents; restarts at 1 with each epoch).",
+                                value=s.event_seq)
 
 
 def _named(new: str) -> list[tuple[str, str]]:

@@ -47,7 +47,7 @@ from .interceptor import SchedulerInterceptor, _principal
 from .journal import Journal, JournalError
 from .logs import configure_logging
 from .metrics import DaemonMetrics
-from .service import MAX_WAITING, Refused, SchedulerService
+from .service import MAX_WAITING, Refused, SchedulerService, event_bytes_or_message
 from .shutdown import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -246,6 +246,8 @@ class Daemon:
         self.service.known_ids = KnownIds(self.service.known_ids, self.journal)
         self.host.snapshot_extra = lambda: {"next_id": self.service.next_id}
         self.host.snapshot_every = _snapshot_every()
+        self.host.snapshot_work_seconds = _env_count(
+            "SCHEDD_SNAPSHOT_WORK_MS", round(1000 * self.host.snapshot_work_seconds)) / 1000
         self.host.record_in_memory = _env_count("SCHEDD_RECORD_IN_MEMORY", RECORD_IN_MEMORY)
         self.host.results_in_memory = _env_count("SCHEDD_RESULTS_IN_MEMORY",
                                                  RESULTS_IN_MEMORY)
@@ -302,7 +304,7 @@ class Daemon:
             raise
 
     async def _start_on(self, server: grpc.aio.Server) -> None:
-        pb_grpc.add_SchedulerServicer_to_server(self.service, server)
+        add_scheduler_service(self.service, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (pb.DESCRIPTOR.services_by_name["Scheduler"].full_name,
@@ -554,3 +556,32 @@ def serve_main(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+class _Handlers:
+    """Takes the method handlers the generated code would register on a server."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, Any] = {}
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        pass
+
+    def add_registered_method_handlers(self, name: str, handlers: dict[str, Any]) -> None:
+        self.handlers = dict(handlers)
+
+
+def add_scheduler_service(service: Any, server: grpc.aio.Server) -> None:
+    """The Scheduler service as the generated code registers it, but for WatchEvents'
+    response serializer, which passes events encoded once for every stream on as they are
+    (service.EncodedEvents) and serializes any other message."""
+    taken = _Handlers()
+    pb_grpc.add_SchedulerServicer_to_server(service, taken)  # type: ignore[arg-type]
+    watch = taken.handlers["WatchEvents"]
+    taken.handlers["WatchEvents"] = grpc.unary_stream_rpc_method_handler(
+        watch.unary_stream, watch.request_deserializer, event_bytes_or_message)
+    name = "schedd.v1.Scheduler"
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        name, taken.handlers),))
+    server.add_registered_method_handlers(name, taken.handlers)
+

@@ -16,6 +16,7 @@ import bisect
 import hashlib
 import math
 import re
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, NoReturn
 
@@ -31,7 +32,16 @@ from ..run_files import RECORD_TABLES
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
 from .clock import ClockError
-from .eventlog import Closed, Lagged, Row, TooManyStreams
+from .eventlog import (
+    BATCH_EVENTS,
+    BATCH_WAIT,
+    Closed,
+    EventLog,
+    Lagged,
+    Row,
+    TooManyStreams,
+    Watcher,
+)
 from .host import EngineFailed, EngineHost
 from .interceptor import current_principal
 from .journal import Journal, JournalError
@@ -121,6 +131,8 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         self.requests: dict[str, tuple[str, int, dict[str, Any]]] = {}
         self._inflight: dict[str, asyncio.Future[None]] = {}
         self.max_waiting = MAX_WAITING  # SCHEDD_MAX_WAITING (server.py)
+        self.encoded_events = EncodedEvents(host.events)
+        self._stall_checker: asyncio.Task[None] | None = None
 
     def restore_ids(self, stimuli: list[Stimulus]) -> None:
         """After recovery: ids in use, and the assigned-id cursor past the last id the
@@ -678,14 +690,24 @@ class SchedulerService(pb_grpc.SchedulerServicer):
 
     # ------------------------------------------------------------------ events
     async def WatchEvents(self, request: pb.WatchEventsRequest,
-                          context: grpc.aio.ServicerContext) -> AsyncIterator[pb.Event]:
+                          context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         """The stream reads the ring from its own cursor as fast as gRPC takes the events
         (a write waits while the client's flow-control window is full), so a stalled
-        client holds nothing but its place; it is ended when it falls more than the
-        backlog bound behind (eventlog.py)."""
+        client holds nothing but its place and one message; it is ended when it falls
+        more than the backlog bound behind (eventlog.py), while its write waits too
+        (`_check_stalled`). It writes with context.write; the `yield` below only makes it the
+        async generator the interceptor wraps. Events go out as their encoded bytes, encoded
+        once for every stream (`EncodedEvents`; the method's serializer passes bytes on,
+        server.py). With `batch`, one message carries up to BATCH_EVENTS events
+        (`Event.more`), and a stream that sent a short batch gathers for BATCH_WAIT
+        before it reads again: one gRPC write costs the loop about 40 us, which per event
+        and per watcher was what a hundred watchers cost (docs/benchmarks.md)."""
         events = self.host.events
         kinds = frozenset(request.kinds)
         job_id = request.job_id
+        batch = request.batch
+        limit = BATCH_EVENTS if batch else 256
+        encoded = self.encoded_events
         if request.from_seq and request.from_seq < events.oldest_seq:
             await context.abort(grpc.StatusCode.OUT_OF_RANGE,
                                 f"events before {events.oldest_seq} are no longer kept; "
@@ -697,27 +719,89 @@ class SchedulerService(pb_grpc.SchedulerServicer):
         except Closed:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the daemon is stopping; "
                                 "resume once it serves again")
+        watcher.task = asyncio.current_task()
+        self._watch_stalls()
         try:
             while True:
                 try:
-                    rows = events.read(watcher)
-                except Lagged as err:
-                    self.host.metrics.watch_cutoffs.inc()
-                    await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
+                    span = events.claim(watcher, limit)
                 except Closed:
                     resume = watcher.next_seq
                     await context.abort(grpc.StatusCode.UNAVAILABLE,
                                         f"the daemon is stopping; the event stream was cut "
                                         f"off after {resume - 1}: resume with "
                                         f"from_seq={resume}")
-                if not rows:
+                if span is None:
                     await events.changed()
                     continue
-                for row in rows:
-                    if (not kinds or row[2] in kinds) and (not job_id or row[3] == job_id):
-                        yield _row_pb(row, events.epoch)
+                if kinds or job_id:
+                    rows = [row for row in events.rows(*span)
+                            if (not kinds or row[2] in kinds) and (not job_id
+                                                                   or row[3] == job_id)]
+                    if not rows:
+                        continue
+                    if batch:
+                        await self._send(context, watcher, encoded.batch(rows), rows[0][0])
+                    else:
+                        for row in rows:
+                            await self._send(context, watcher, encoded.one(row), row[0])
+                elif batch:
+                    await self._send(context, watcher, encoded.span(*span), span[0])
+                else:
+                    for row in events.rows(*span):
+                        await self._send(context, watcher, encoded.one(row), row[0])
+                if batch and span[1] - span[0] + 1 < limit:
+                    await asyncio.sleep(BATCH_WAIT)  # let a batch gather
+        except Lagged as err:
+            events.unwatch(watcher)  # its place is free before the status goes out
+            self.host.metrics.watch_cutoffs.inc()
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
+        except asyncio.CancelledError:
+            if watcher.cut is None:  # the client went away, or the daemon is stopping
+                raise
+            events.unwatch(watcher)  # ended by _check_stalled while its write waited
+            self.host.metrics.watch_cutoffs.inc()
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(watcher.cut))
         finally:
             events.unwatch(watcher)
+        if False:  # an async generator for the interceptor; it writes with context.write
+            yield b""
+
+    async def _send(self, context: grpc.aio.ServicerContext, watcher: Watcher, data: bytes,
+                    first: int) -> None:
+        """Write one message (its first event `first`). A client that stops reading fills
+        its flow-control window and the write waits; `_check_stalled` looks at such
+        writes every WRITE_CHECK seconds and ends a stream past the backlog bound
+        without waiting for its client to read again: the stream holds its place and
+        this one message until then, never more. (A task and a timed wait per write cost
+        the loop about 100 us a message; the flag is free.)"""
+        watcher.writing, watcher.since = first, time.monotonic()
+        try:
+            await context.write(data)
+        finally:
+            watcher.writing = 0
+
+    def _watch_stalls(self) -> None:
+        if self._stall_checker is None or self._stall_checker.done():
+            self._stall_checker = asyncio.get_running_loop().create_task(
+                self._check_stalled())
+
+    async def _check_stalled(self) -> None:
+        """While streams are open: every WRITE_CHECK seconds, a stream whose write has
+        waited that long and which is past the bound is ended (its handler cancelled,
+        which answers RESOURCE_EXHAUSTED with the reason, WatchEvents)."""
+        events = self.host.events
+        while events.watchers:
+            await asyncio.sleep(WRITE_CHECK)
+            now = time.monotonic()
+            for w in events.streams():
+                if (w.writing and w.cut is None and w.task is not None
+                        and now - w.since >= WRITE_CHECK):
+                    try:
+                        events.check(w, w.writing, on_its_way=True)
+                    except Lagged as err:
+                        w.cut = err
+                        w.task.cancel()
 
     # ------------------------------------------------------------------ cluster, results
     async def GetCluster(self, request: pb.GetClusterRequest,
@@ -888,6 +972,79 @@ def fingerprint(request: Any) -> str:
     """What a request asked for, to tell a retry from a reuse of its request id."""
     data = type(request).__name__.encode() + request.SerializeToString(deterministic=True)
     return hashlib.sha256(data).hexdigest()[:32]
+
+
+ENCODED_EVENTS = 16384  # recent events kept encoded for the streams (about 1.5 MB)
+WRITE_CHECK = 0.25  # seconds between backlog checks while a stream's write waits
+
+_MORE_TAG = b"\x4a"  # Event.more: field 9, length-delimited
+
+
+class EncodedEvents:
+    """Events as WatchEvents sends them, encoded once for every stream that reads them:
+    the last ENCODED_EVENTS by sequence number, and the last whole batch (streams woken
+    by the same events read the same span). A batch is the first event's bytes followed
+    by each next event as an `Event.more` entry (a repeated message field on the wire is
+    its entries one after another)."""
+
+    def __init__(self, events: EventLog, size: int = ENCODED_EVENTS):
+        self.events = events
+        self.size = size
+        self._at = [0] * size  # the sequence number whose bytes are in each slot
+        self._bytes = [b""] * size
+        self._entry = [b""] * size  # the same event as an `Event.more` entry
+        self._span: tuple[int, int] = (0, 0)
+        self._span_bytes = b""
+
+    def one(self, row: Row) -> bytes:
+        seq = row[0]
+        i = seq % self.size
+        if self._at[i] == seq and seq:
+            return self._bytes[i]
+        data = _row_pb(row, self.events.epoch).SerializeToString()
+        self._at[i], self._bytes[i] = seq, data
+        self._entry[i] = _MORE_TAG + _varint(len(data)) + data
+        return data
+
+    def batch(self, rows: list[Row]) -> bytes:
+        one, entry, size = self.one, self._entry, self.size
+        parts = [one(rows[0])]
+        for row in rows[1:]:
+            one(row)
+            parts.append(entry[row[0] % size])
+        return b"".join(parts)
+
+    def span(self, first: int, last: int) -> bytes:
+        """Every event first..last (at most `size`) as one batch: the cached entries
+        joined, rows built only for events not encoded yet (streams at different
+        cursors miss the one-span cache; this was half of WatchEvents' time)."""
+        if (first, last) == self._span:
+            return self._span_bytes
+        at, size = self._at, self.size
+        slots = [seq % size for seq in range(first, last + 1)]
+        for seq, i in zip(range(first, last + 1), slots, strict=True):
+            if at[i] != seq:  # the first not encoded yet: encode from there on
+                for row in self.events.rows(seq, last):
+                    self.one(row)
+                break
+        entry = self._entry
+        data = self._bytes[slots[0]] + b"".join([entry[i] for i in slots[1:]])
+        self._span, self._span_bytes = (first, last), data
+        return data
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def event_bytes_or_message(message: Any) -> bytes:
+    """WatchEvents' response serializer: events come encoded already (EncodedEvents)."""
+    return message if type(message) is bytes else message.SerializeToString()
 
 
 def _row_pb(row: Row, epoch: str) -> pb.Event:

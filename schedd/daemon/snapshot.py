@@ -20,6 +20,11 @@ from collections.abc import Iterator
 from typing import Any
 
 SNAPSHOT_EVERY = 5_000  # stimuli applied between snapshots, at least (EngineHost._snapshot_due)
+# Engine seconds (iterations' wall time) after which a snapshot is taken even without a
+# stimulus, at least, and at least this many times the last snapshot's own seconds
+# (EngineHost._work_due): recovery runs the engine again from the snapshot's time.
+SNAPSHOT_WORK_SECONDS = 5.0
+SNAPSHOT_WORK_RATIO = 4.0
 
 
 @contextlib.contextmanager

@@ -275,17 +275,19 @@ class CheckpointDoneResponse(_message.Message):
     def __init__(self, stimulus_id: _Optional[int] = ...) -> None: ...
 
 class WatchEventsRequest(_message.Message):
-    __slots__ = ("from_seq", "kinds", "job_id")
+    __slots__ = ("from_seq", "kinds", "job_id", "batch")
     FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     from_seq: int
     kinds: _containers.RepeatedScalarFieldContainer[str]
     job_id: int
-    def __init__(self, from_seq: _Optional[int] = ..., kinds: _Optional[_Iterable[str]] = ..., job_id: _Optional[int] = ...) -> None: ...
+    batch: bool
+    def __init__(self, from_seq: _Optional[int] = ..., kinds: _Optional[_Iterable[str]] = ..., job_id: _Optional[int] = ..., batch: _Optional[bool] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("seq", "time", "kind", "job_id", "state", "cause", "nodes", "epoch")
+    __slots__ = ("seq", "time", "kind", "job_id", "state", "cause", "nodes", "epoch", "more")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -294,6 +296,7 @@ class Event(_message.Message):
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
     seq: int
     time: float
     kind: str
@@ -302,7 +305,8 @@ class Event(_message.Message):
     cause: str
     nodes: int
     epoch: str
-    def __init__(self, seq: _Optional[int] = ..., time: _Optional[float] = ..., kind: _Optional[str] = ..., job_id: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., cause: _Optional[str] = ..., nodes: _Optional[int] = ..., epoch: _Optional[str] = ...) -> None: ...
+    more: _containers.RepeatedCompositeFieldContainer[Event]
+    def __init__(self, seq: _Optional[int] = ..., time: _Optional[float] = ..., kind: _Optional[str] = ..., job_id: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., cause: _Optional[str] = ..., nodes: _Optional[int] = ..., epoch: _Optional[str] = ..., more: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
 
 class GetClusterRequest(_message.Message):
     __slots__ = ()
