@@ -33,6 +33,7 @@ COMPILED = [
     "schedd/core/spec_rows.py",
     "schedd/policies/backfill.py",
     "schedd/policies/easy_plain.py",
+    "schedd/policies/pool_profile.py",
     "schedd/slurm/select.py",
     "schedd/slurm/backfill.py",
 ]
