@@ -12,7 +12,7 @@ COMPILED := schedd/core/engine.py schedd/core/engine_state.py schedd/core/engine
             schedd/core/engine_preempt.py schedd/core/engine_elastic.py schedd/core/exec_state.py schedd/core/recorder.py schedd/core/job.py schedd/core/lifecycle.py schedd/core/results.py \
             schedd/core/events.py schedd/core/view.py schedd/core/checkpoint.py schedd/core/node_numbers.py \
             schedd/core/decisions.py schedd/core/spec_rows.py \
-            schedd/policies/backfill.py schedd/policies/easy_plain.py \
+            schedd/policies/backfill.py schedd/policies/easy_plain.py schedd/policies/pool_profile.py \
             schedd/policies/agent_rows.py schedd/slurm/select.py \
             schedd/slurm/backfill.py \
             schedd/_row_text.c \

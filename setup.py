@@ -34,6 +34,7 @@ COMPILED = [
     "schedd/policies/backfill.py",
     "schedd/policies/easy_plain.py",
     "schedd/policies/agent_rows.py",
+    "schedd/policies/pool_profile.py",
     "schedd/slurm/select.py",
     "schedd/slurm/backfill.py",
 ]

@@ -173,6 +173,7 @@ class EngineReadout(Protocol):
     reservations: dict[str, Reservation]
     n_checkpointing: int
     n_requested_start: int
+    stats: dict[str, int]
 
     def running_by_end(self) -> Sequence[tuple[float, int]]: ...
 

@@ -92,6 +92,13 @@ class View:
         return self._engine.options.warning_s
 
     @property
+    def eccs_applied(self) -> int:
+        """Elastic control commands applied so far: an ET/RT/EP/RP command changes a
+        waiting job's walltime or size, so a policy that keeps a plan across passes
+        re-plans when this count moves."""
+        return self._engine.stats["eccs_applied"]
+
+    @property
     def checkpointing_count(self) -> int:
         return self._engine.n_checkpointing
 

@@ -8,18 +8,34 @@ every breakpoint inside [t, t + walltime). On a node pool this is the classic av
 profile (exact). On partition clusters only the allocation rule's choice at t is tried, so a
 job may be planned later than a search over every partition would place it (documented in
 docs/policies.md); it never delays an earlier reservation.
+
+On a node pool the plan is integers (`PoolProfile`), and it is kept from pass to pass as the
+algorithm's authors keep it (Mu'alem and Feitelson): a pass that finds the running jobs'
+predicted ends, the free nodes and the queue as the plan expects them (only jobs started
+by the plan, jobs ended at their predicted end and jobs submitted since) starts the jobs
+whose reservation is now and plans only the jobs new to it; anything else (a job ending
+early, a failure, an elastic command, a job requeued) re-plans from scratch. Both give the
+same decisions as planning every pass from scratch: on a node pool a job's reservation is
+the earliest time from now at which its nodes stay free for its walltime, a function of
+the free-node profile alone, and that profile is the same (issue 35; tests/
+test_conservative_profile.py checks both against the rebuilt plan).
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import heapq
+from collections.abc import Sequence
+from typing import Any
 
 from ..core.cluster import Allocation, ClusterState
 from ..core.decisions import Decision, Start
+from ..core.job import Job
 from ..core.view import View
 from .backfill import eligible_queue, releases, retake
 from .base import Policy, PolicyError
+from .pool_profile import PoolProfile
 
 
 def _usable(state: ClusterState, alloc: Allocation) -> bool:
@@ -40,10 +56,46 @@ class ConservativeOptions:
             raise PolicyError(f"conservative: option depth must be >= 0, not {self.depth}")
 
 
+class _Plan:
+    """Conservative's plan kept between passes on a node pool: the profile with every
+    reservation in it, the queue prefix it has planned (queue order), their reservations
+    to come, and what it expects the next pass to find."""
+
+    __slots__ = ("profile", "jobs", "heap", "count", "capacity", "ends", "eccs")
+
+    def __init__(self, profile: PoolProfile, capacity: int, ends: dict[float, int],
+                 eccs: int):
+        self.profile = profile
+        self.jobs: list[Job] = []  # the planned prefix of the queue, in queue order
+        self.heap: list[tuple[float, int, Job]] = []  # (reserved start, plan order, job)
+        self.count = 0
+        self.capacity = capacity  # free nodes + nodes of every job holding some
+        self.ends = ends  # predicted end -> nodes released then, of the jobs holding nodes
+        self.eccs = eccs
+
+
+def _pool_releases(view: View) -> tuple[list[tuple[float, int]], int]:
+    """(predicted end, nodes) of everything holding nodes, ascending, and the capacity:
+    free nodes plus all those."""
+    ends = [(end, alloc.nodes) for end, _, alloc in releases(view, [])]
+    return ends, view.free_nodes + sum(n for _, n in ends)
+
+
 class Conservative(Policy):
     name = "conservative"
     summary = "conservative backfilling: a reservation for every waiting job"
     Options = ConservativeOptions
+
+    def __init__(self, options: Any, cluster: Any):
+        super().__init__(options, cluster)
+        self._plan: _Plan | None = None
+        self.replans = 0  # passes that planned the whole queue from scratch (node pools)
+        self.kept = 0  # passes that kept the plan of the pass before
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_plan"] = None  # a snapshot re-plans on its first pass: same decisions
+        return state
 
     def schedule(self, view: View) -> list[Decision]:
         decisions: list[Decision] = []
@@ -51,6 +103,12 @@ class Conservative(Policy):
         queue = eligible_queue(view, decisions)
         if not queue or view.free_nodes == 0:
             return decisions  # a pass only ever starts jobs now; nothing can start
+        depth = getattr(self.options, "depth", 0)
+        if view.on_node_pool:
+            if depth or decisions:  # a depth, or dedicated jobs: planned every pass
+                self._plan = None
+                return self._pool_pass(view, queue, decisions, depth)
+            return self._kept_pass(view, queue, decisions)
         # Breakpoints: now and every predicted release, with the free state from then on.
         times = [now]
         states = [view.free_state()]
@@ -60,7 +118,6 @@ class Conservative(Policy):
                 times.append(end)
                 states.append(states[-1].copy())
             states[-1].release(alloc)
-        depth = getattr(self.options, "depth", 0)
         for i, job in enumerate(queue):
             if states[0].free_nodes == 0:
                 break  # later reservations cannot make anything start now
@@ -100,3 +157,101 @@ class Conservative(Policy):
         for s in states[i:k]:
             taken = retake(s, alloc)
             assert taken is not None
+
+    @staticmethod
+    def _pool_pass(view: View, queue: Sequence[Job], decisions: list[Decision],
+                   depth: int) -> list[Decision]:
+        """The pass above on a node pool's integers, from scratch."""
+        now = view.now
+        ends, _ = _pool_releases(view)
+        profile = PoolProfile.of_releases(now, view.free_nodes, ends)
+        times, free = profile.times, profile.free
+        for i, job in enumerate(queue):
+            if free[0] == 0:
+                break
+            start_i = profile.earliest(job.nodes, job.walltime, 0 < depth <= i)
+            if start_i is None:
+                continue
+            if start_i == 0:
+                decisions.append(Start(job.id))
+            profile.reserve(start_i, times[start_i] + job.walltime, job.nodes)
+        return decisions
+
+    def _kept_pass(self, view: View, queue: Sequence[Job], decisions: list[Decision]
+                   ) -> list[Decision]:
+        """The pass on a node pool with the plan kept from the pass before when it still
+        holds, else a new one. Decisions are those of `_pool_pass`."""
+        now = view.now
+        ends, capacity = _pool_releases(view)
+        plan = self._plan
+        eccs = view.eccs_applied
+        if plan is not None and self._holds(plan, now, ends, capacity, eccs, queue):
+            plan.profile.advance(now)
+            self.kept += 1
+        else:
+            ahead: dict[float, int] = {}
+            for end, nodes in ends:
+                ahead[end] = ahead.get(end, 0) + nodes
+            plan = _Plan(PoolProfile.of_releases(now, view.free_nodes, ends), capacity,
+                         ahead, eccs)
+            self.replans += 1
+        self._plan = plan
+        # Reservations that come due now start now, in queue order.
+        heap = plan.heap
+        due: list[tuple[int, Job]] = []
+        while heap and heap[0][0] == now:
+            _, order, job = heapq.heappop(heap)
+            due.append((order, job))
+        planned = len(plan.jobs)
+        for _, job in sorted(due, key=lambda d: d[0]):
+            decisions.append(Start(job.id))
+            plan.jobs.remove(job)
+            self._started(plan, now, job)
+        # Then the jobs the plan has not seen, as the pass from scratch plans them.
+        profile = plan.profile
+        times, free = profile.times, profile.free
+        for k in range(planned, len(queue)):
+            if free[0] == 0:
+                break
+            job = queue[k]
+            start_i = profile.earliest(job.nodes, job.walltime)
+            if start_i is None:
+                plan.jobs.append(job)
+                continue
+            start = times[start_i]
+            if start_i == 0:
+                decisions.append(Start(job.id))
+                self._started(plan, now, job)
+            else:
+                plan.jobs.append(job)
+                heapq.heappush(heap, (start, plan.count, job))
+                plan.count += 1
+            profile.reserve(start_i, start + job.walltime, job.nodes)
+        return decisions
+
+    @staticmethod
+    def _started(plan: _Plan, now: float, job: Job) -> None:
+        end = now + job.walltime
+        plan.ends[end] = plan.ends.get(end, 0) + job.nodes
+
+    @staticmethod
+    def _holds(plan: _Plan, now: float, ends: list[tuple[float, int]], capacity: int,
+               eccs: int, queue: Sequence[Job]) -> bool:
+        """Whether the free-node profile from now on and the planned queue prefix are what
+        the plan was made for: then every planned job's reservation is still the earliest
+        it can have (the profile from now on is the same step function)."""
+        if plan.capacity != capacity or plan.eccs != eccs:
+            return False
+        if plan.heap and plan.heap[0][0] < now:
+            return False  # a reservation that did not start when due
+        if len(plan.jobs) > len(queue) or queue[:len(plan.jobs)] != plan.jobs:
+            return False
+        ahead: dict[float, int] = {}
+        for end, nodes in ends:
+            if end > now:
+                ahead[end] = ahead.get(end, 0) + nodes
+        expected = {end: nodes for end, nodes in plan.ends.items() if end > now}
+        if ahead != expected:
+            return False
+        plan.ends = expected
+        return True
