@@ -21,8 +21,13 @@ import pytest
 
 from schedd.sweep import orphans
 
-# A deep queue (Lublin at load 1.3): conservative backfilling takes minutes on it, EASY
-# under a second, so an interrupted run is always in the middle of its work.
+# A deep queue (Lublin at load 1.3), EASY under a second. Simulations are interrupted in
+# the middle of a test policy that computes 5 ms a pass (tests/plugins/slow_policies.py),
+# slow whatever the real policies' speed (conservative took minutes here, until it kept
+# its plan between passes: 2 s); sweeps and comparisons, which load no plugin, in the
+# middle of plan-sa, which anneals whole schedules every pass.
+SLOW = ("--plugin", str(Path(__file__).parent / "plugins" / "slow_policies.py"),
+        "--policy", "spin", "--opt", "seconds=0.005")
 JOBS = "20000"
 
 
@@ -127,7 +132,7 @@ def one_line(err: str, line: str) -> None:
 
 def test_ctrl_c_in_simulate_says_one_line_and_leaves_no_folder(tmp_path: Path,
                                                                deep_trace: Path) -> None:
-    proc = start("simulate", "--trace", str(deep_trace), "--policy", "conservative",
+    proc = start("simulate", "--trace", str(deep_trace), *SLOW,
                  "--out", "new/run", cwd=tmp_path)
     wait_for("the run's working folder", lambda: (tmp_path / "new").is_dir()
              and partial(tmp_path / "new")(), proc)
@@ -145,7 +150,7 @@ def test_ctrl_c_in_simulate_keeps_an_earlier_run_as_it_was(tmp_path: Path,
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     before = tree(tmp_path)
-    proc = start("simulate", "--trace", str(deep_trace), "--policy", "conservative",
+    proc = start("simulate", "--trace", str(deep_trace), *SLOW,
                  "--out", "run", cwd=tmp_path)
     wait_for("the run's working folder", partial(tmp_path / "run"), proc)
     status, _, err = interrupt(proc, times=2)  # pressed twice
@@ -155,7 +160,7 @@ def test_ctrl_c_in_simulate_keeps_an_earlier_run_as_it_was(tmp_path: Path,
 
 
 def test_kill_term_in_simulate_is_an_interrupt_too(tmp_path: Path, deep_trace: Path) -> None:
-    proc = start("simulate", "--trace", str(deep_trace), "--policy", "conservative",
+    proc = start("simulate", "--trace", str(deep_trace), *SLOW,
                  "--out", "run", cwd=tmp_path)
     wait_for("the run's working folder", partial(tmp_path), proc)
     status, _, err = interrupt(proc, signal.SIGTERM)
@@ -166,7 +171,7 @@ def test_kill_term_in_simulate_is_an_interrupt_too(tmp_path: Path, deep_trace: P
 
 def test_a_simulation_killed_outright_leaves_no_jobs_csv_that_looks_whole(
         tmp_path: Path, deep_trace: Path) -> None:
-    proc = start("simulate", "--trace", str(deep_trace), "--policy", "conservative",
+    proc = start("simulate", "--trace", str(deep_trace), *SLOW,
                  "--out", "run", cwd=tmp_path)
     wait_for("the run's working folder", partial(tmp_path), proc)
     status, _, _ = interrupt(proc, signal.SIGKILL)
@@ -178,7 +183,7 @@ def test_a_simulation_killed_outright_leaves_no_jobs_csv_that_looks_whole(
 
 def test_ctrl_c_in_a_sweep_stops_its_workers_and_keeps_the_finished_cells(
         tmp_path: Path, deep_trace: Path) -> None:
-    argv = ("sweep", "--trace", str(deep_trace), "--run", "easy", "--run", "conservative",
+    argv = ("sweep", "--trace", str(deep_trace), "--run", "easy", "--run", "plan-sa",
             "--workers", "2", "-o", "sw")
     proc = start(*argv, cwd=tmp_path)
     cache = tmp_path / "sw" / "cache"
@@ -198,7 +203,7 @@ def test_ctrl_c_in_a_sweep_stops_its_workers_and_keeps_the_finished_cells(
 
 
 def test_ctrl_c_while_a_sweep_starts_leaves_nothing(tmp_path: Path, deep_trace: Path) -> None:
-    proc = start("sweep", "--trace", str(deep_trace), "--run", "conservative", "-o", "sw",
+    proc = start("sweep", "--trace", str(deep_trace), "--run", "plan-sa", "-o", "sw",
                  cwd=tmp_path)
     wait_for("the sweep's cache folder", lambda: (tmp_path / "sw" / "cache").is_dir(), proc)
     status, _, err = interrupt(proc)
@@ -279,7 +284,7 @@ def test_ctrl_c_in_a_first_compare_says_nothing_was_kept(tmp_path: Path,
     """A first comparison caches its simulations in its staged folder, which goes when it
     is interrupted: the line says so (and how to keep them), not that they are cached."""
     proc = start("compare", "--trace", str(deep_trace), "--cluster", "nodes:256",
-                 "--percent", "0", "--trials", "1", "--run", "conservative", "--run", "easy",
+                 "--percent", "0", "--trials", "1", "--run", "plan-sa", "--run", "easy",
                  cwd=tmp_path)
     wait_for("its working folder", lambda: (tmp_path / "out").is_dir()
              and partial(tmp_path / "out")(), proc)
