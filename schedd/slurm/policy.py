@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 
 from ..core.cluster import Cluster, NodePool
 from ..core.cpu_nodes import CpuNodes
@@ -61,10 +62,6 @@ _EPS = 1e-9  # s: instants closer than this are one
 
 def _by_end(run: Running) -> float:
     return run.end
-
-
-def _order(p: _Pending) -> tuple[int, int, float, int]:
-    return p.order  # type: ignore[no-any-return]
 
 
 PERIODIC_TIMEOUT = 30.0  # slurmctld.h: time limits are checked this often (s)
@@ -612,7 +609,7 @@ class SlurmPolicy(Policy):
         runnable = self._runnable
         ready = [p for p in self.pending.values()
                  if (p.eligible is not None or runnable(p, now)) and parts[p.sj.partition].up]
-        ready.sort(key=_order)
+        ready.sort(key=attrgetter("order"))  # each job's, kept with its priority
         return ready
 
     def _main_pass(self, now: float, full: bool, decisions: list[Decision]) -> None:
