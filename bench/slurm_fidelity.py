@@ -24,8 +24,9 @@ from schedd.slurm.fidelity import (  # noqa: E402
     agreement,
     each_pair,
     mean_between,
+    pooled,
     runs_of,
-    simulate_run,
+    simulate_runs,
 )
 
 RUNS = Path(__file__).resolve().parent / "slurm_reference" / "runs"
@@ -64,15 +65,12 @@ def main() -> int:
                      else f"{spread[0]:.0%}")
             print(row(f"**{workload}: Slurm vs Slurm** ({len(runs)} runs; pairs {pairs})",
                       ceiling))
-        easy, ours = [], []
-        for run in runs:
-            sim = simulate_run(run)
+        ours = simulate_runs(runs)
+        for run, sim in zip(runs, ours, strict=True):
             print(row(f"{workload}/{run.name}: schedd vs Slurm", agreement(sim.pairs),
                       sim.seconds, load_of(run)))
-            ours += sim.pairs
-            easy += simulate_run(run, "easy").pairs
-        print(row(f"**{workload}: schedd (all runs) vs Slurm**", agreement(ours)))
-        print(row(f"{workload}: EASY (all runs) vs Slurm", agreement(easy)))
+        print(row(f"**{workload}: schedd (all runs) vs Slurm**", pooled(ours)))
+        print(row(f"{workload}: EASY (all runs) vs Slurm", pooled(simulate_runs(runs, "easy"))))
     return 0
 
 

@@ -7,7 +7,7 @@ wait and the total wait within 3%; multifactor: 60% and 5% — are what a quiet 
 gave between two real runs of such a workload. Where the committed runs agree with each
 other less than that, their agreement is the bar: no emulation can be held closer to one
 run than the runs are to each other. Which two runs are paired matters: the committed
-runs of one workload agree pairwise on 22% to 51% of jobs (docs/slurm.md), so the bar
+runs of one workload agree pairwise on 21% to 100% of jobs (docs/slurm.md), so the bar
 is the least-agreeing pair, less SLACK_WITHIN2 — schedd's pooled agreement is to lie
 within the spread of Slurm's agreement with itself — and the total wait is held to the
 widest gap between the total waits of two of its runs, plus SLACK_TOTAL. Where schedd
@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from schedd.slurm.conf import read_slurm_conf
 from schedd.slurm.fidelity import (
     Agreement,
-    agreement,
     each_pair,
     mean_between,
+    pooled,
     runs_of,
     simulate_run,
+    simulate_runs,
 )
 
 RUNS = Path(__file__).resolve().parent.parent / "bench" / "slurm_reference" / "runs"
@@ -54,16 +56,13 @@ def kind(run: Path) -> str:
 # the test until its entry here is removed.
 KNOWN_GAPS = {
     ("basic-bf2", "total"): "a release 1 s after each end lengthens basic-bf2's waits by "
-                            "7.8% where Slurm's five runs are at most 4.6% apart",
+                            "9.9% where Slurm's seven runs are at most 4.6% apart",
 }
 
 
 @functools.cache
 def _pooled(workload: str, policy: str = "slurm") -> Agreement:
-    pairs = []
-    for run in WORKLOADS[workload]:
-        pairs += simulate_run(run, policy).pairs
-    return agreement(pairs)
+    return pooled(simulate_runs(WORKLOADS[workload], policy))
 
 
 @pytest.mark.parametrize("workload, measure", [(w, m) for w in sorted(WORKLOADS)
@@ -149,9 +148,16 @@ def _sacct_rows(run: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f, delimiter="|"))
 
 
-def _fair_share_over_real_schedule(run: Path, phase: float) -> list[tuple[float, dict]]:
+def _fair_share_over_real_schedule(run: Path, phase: float, heavy: Any = None,
+                                   ) -> list[tuple[float, dict]]:
     """The decay thread's runs at phase + k x PriorityCalcPeriod over what the real Slurm
-    ran (sacct's starts and ends): each run's Fair Tree factor per (account, user)."""
+    ran (sacct's starts and ends): each run's Fair Tree factor per (account, user).
+
+    sacct keeps whole seconds: a job's true start and end lie up to a second after the
+    recorded ones. `heavy(account, user)` -> True, False or None picks an extreme within
+    that: True charges the job from its recorded start to a second past its recorded end
+    (the most it can have run), False from a second past its start to its end (the
+    least), None as recorded."""
     from datetime import datetime
 
     from schedd.slurm import fairshare
@@ -168,6 +174,11 @@ def _fair_share_over_real_schedule(run: Path, phase: float) -> list[tuple[float,
             continue
         start = datetime.fromisoformat(row["Start"]).timestamp() - t0
         end = datetime.fromisoformat(row["End"]).timestamp() - t0
+        side = heavy(row["Account"], row["User"]) if heavy else None
+        if side is True:
+            end += 1
+        elif side is False and end - start > 1:
+            start += 1
         ran.append((start, end, int(row["NCPUS"]), assocs.charged(row["Account"], row["User"])))
     horizon = max(end for _, end, _, _ in ran) + prio.calc_period
     factor = fairshare.decay_factor(prio.decay_half_life)
@@ -191,7 +202,11 @@ def _fair_share_over_real_schedule(run: Path, phase: float) -> list[tuple[float,
 def test_fair_share_over_slurms_own_schedule_is_what_sprio_showed() -> None:
     """schedd's decayed usage and Fair Tree ranking, fed the jobs a real Slurm ran, give
     the fair-share factor Slurm's sprio showed for every pending job at every snapshot
-    (a snapshot in the decay run's own second may show either side of it)."""
+    (a snapshot in the decay run's own second may show either side of it). Where two
+    associations are nearly tied, the second sacct does not keep decides their order
+    (multifactor-fs/r7 at 357 s: a1's level fair-share 0.8109 against a4's 0.8069): a
+    factor is also accepted where the job's account, or its user, charged the most its
+    jobs can have run and everyone else the least, or the reverse, gives it."""
     import bisect
 
     from schedd.slurm.fidelity import decay_phase
@@ -204,10 +219,17 @@ def test_fair_share_over_slurms_own_schedule_is_what_sprio_showed() -> None:
         ticks = _fair_share_over_real_schedule(run, phase)
         times = [t for t, _ in ticks]
         owner = {int(r["JobIDRaw"]): (r["Account"], r["User"]) for r in _sacct_rows(run)}
+        extremes = {}
+        for key in set(owner.values()):
+            for side in (True, False):
+                extremes[key, side, "account"] = _fair_share_over_real_schedule(
+                    run, phase, lambda a, u, k=key, s=side: s if a == k[0] else not s)
+                extremes[key, side, "user"] = _fair_share_over_real_schedule(
+                    run, phase, lambda a, u, k=key, s=side: s if (a, u) == k else not s)
         t0 = import_log("slurm", str(run / "sacct.txt")).trace.header.unix_start_time
         lines = (run / "sprio.tsv").read_text().splitlines()
         where = {name: k for k, name in enumerate(lines[0].split("\t"))}
-        seen = agreed = 0
+        seen = agreed = exact = 0
         for line in lines[1:]:
             cells = line.split("\t")
             at = int(cells[where["TIME"]]) - t0
@@ -215,11 +237,19 @@ def test_fair_share_over_slurms_own_schedule_is_what_sprio_showed() -> None:
             before = bisect.bisect_left(times, at) - 1
             if before < 0 or jid not in owner:
                 continue
-            candidates = {ticks[before][1].get(owner[jid])}
-            if before + 1 < len(ticks) and times[before + 1] < at + 1:
-                candidates.add(ticks[before + 1][1].get(owner[jid]))
+            near = [before] + ([before + 1] if before + 1 < len(ticks)
+                               and times[before + 1] < at + 1 else [])
+            key = owner[jid]
+            candidates = {schedule[k][1].get(key) for k in near
+                          for schedule in [ticks] + [extremes[key, side, level]
+                                                     for side in (True, False)
+                                                     for level in ("account", "user")]}
+            exact += any(v is not None and abs(v * prio.weight_fairshare - shown) <= 1
+                         for v in {ticks[k][1].get(key) for k in near})
             seen += 1
             agreed += any(v is not None and abs(v * prio.weight_fairshare - shown) <= 1
                           for v in candidates)
         assert seen > 1000, run.name
         assert agreed == seen, f"{run.name}: {seen - agreed} of {seen} snapshots differ"
+        # The whole-second leeway decides only near ties: most factors match exactly.
+        assert exact >= 0.9 * seen, f"{run.name}: {exact} of {seen} exact"

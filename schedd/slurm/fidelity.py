@@ -190,6 +190,16 @@ def simulate_run(run: Path, policy_name: str = "slurm", **options: str) -> Simul
     return Simulated(pairs, policy, seconds)
 
 
+def simulate_runs(runs: list[Path], policy_name: str = "slurm") -> list[Simulated]:
+    """`simulate_run` of each run, in order."""
+    return [simulate_run(run, policy_name) for run in runs]
+
+
+def pooled(sims: list[Simulated]) -> Agreement:
+    """The agreement of several runs' simulations taken as one set of jobs."""
+    return agreement([pair for sim in sims for pair in sim.pairs])
+
+
 def between_runs(a: Path, b: Path) -> list[Paired]:
     """The same workload's jobs in two real runs, paired by workload job number."""
     ra, rb = real_waits(a), real_waits(b)
@@ -216,7 +226,6 @@ def mean_between(runs: list[Path]) -> Agreement | None:
         for j in range(i + 1, len(runs)):
             pairs += between_runs(runs[i], runs[j])
     return agreement(pairs) if pairs else None
-
 
 
 def each_pair(runs: list[Path]) -> list[Agreement]:
