@@ -135,3 +135,37 @@ def test_cell_keys_follow_the_content_of_files_options_name(trace, tmp_path):
     axis = SweepSpec(traces=[str(trace)], runs=["agent"], options={"model": [str(path)]})
     assert expand(axis)[0].files == named_files("agent", (("model", str(path)),))
     assert named_files("agent model=fcfs --mtbf 0") == ()
+
+
+def test_a_model_path_with_a_space_runs_in_sweep_and_compare(trace, tmp_path):
+    """A run spec quotes a path with a space (`agent 'model=/my models/m.json'`); the
+    label that workers and caches get keeps the quotes, so sweep and compare run that
+    model, as simulate does."""
+    import shlex
+
+    from schedd.sweep.runspec import parse_run
+
+    folder = tmp_path / "my models"
+    folder.mkdir()
+    path = folder / "model.json"
+    save_model(path, linear([0.4, -0.2, 1.0, -1.5, -0.6, 0.2]))
+    run = "agent " + shlex.quote(f"model={path}")
+    spec = parse_run(run)
+    assert spec.options == (f"model={path}",)
+    assert parse_run(spec.label) == spec
+    _, summary = simulated(trace, path, tmp_path / "sim")
+    out = tmp_path / "sweep"
+    assert schedd_main(["sweep", "--trace", str(trace), "--cluster", CLUSTER, "--run", run,
+                        "-o", str(out), "--workers", "0", "--no-progress"]) == 0
+    (row,) = list(csv.DictReader((out / "results.csv").open()))
+    assert row["status"] == "ok", row
+    assert float(row["mean_bounded_slowdown"]) == pytest.approx(
+        summary["mean_bounded_slowdown"], rel=1e-12)
+    proc = subprocess.run([sys.executable, "-m", "schedd", "compare", "--trace", str(trace),
+                           "--cluster", CLUSTER, "--percent", "0", "--trials", "1",
+                           "--run", run, "--workers", "1", "--json", "figures.json"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((tmp_path / "figures.json").read_text())["results"]["0"]
+    assert rows[spec.label]["stats"]["by_class"]["batch"]["bounded_slowdown_600"] == \
+        summary["stats"]["by_class"]["batch"]["bounded_slowdown_600"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import traceback
@@ -122,7 +123,7 @@ def simulate_cell(cell: Cell, trace_bytes: bytes | None = None
     flags = list(spec.engine_flags)
     for k, v in cell.engine:
         flags += [f"--{k}"] if v == "true" else [] if v == "false" else [f"--{k}", v]
-    spec = parse_run(" ".join([spec.policy, *options, *flags]))
+    spec = parse_run(shlex.join([spec.policy, *options, *flags]))
     policy = make_policy(spec.policy, list(spec.options), cluster)
     engine_options = engine_options_from(engine_args(spec), policy)
     run = simulate(trace, cluster, policy, seed=cell.seed, engine_options=engine_options,

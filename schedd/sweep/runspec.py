@@ -22,7 +22,9 @@ class RunSpec:
 
 
 def parse_run(text: str) -> RunSpec:
-    """The spec's words; the label is the text itself, normalised to single spaces."""
+    """The spec's words; the label is the text itself, normalised to single spaces and
+    quoted where a word needs it (a path with a space), so that it parses back to the
+    same words: workers and caches get the label, not the words."""
     try:
         words = shlex.split(text)
     except ValueError as err:
@@ -34,7 +36,7 @@ def parse_run(text: str) -> RunSpec:
     bad = [w for w in opts if "=" not in w]
     if bad:
         raise RunSpecError(f"run {text!r}: {bad[0]!r} is neither KEY=VALUE nor an engine flag")
-    return RunSpec(" ".join(words), words[0], tuple(opts), tuple(words[first_flag:]))
+    return RunSpec(shlex.join(words), words[0], tuple(opts), tuple(words[first_flag:]))
 
 
 def engine_args(run: RunSpec) -> argparse.Namespace:
