@@ -445,23 +445,38 @@ def cmd_checkpoint_done(ctx: Context) -> None:
 
 def cmd_watch(ctx: Context) -> None:
     a = ctx.args
+    # batch: one message carries the events that follow it (Event.more), gathered for at
+    # most 50 ms: a watch that replays a long history gets it a batch a message, not an
+    # event a message.
     req = pb.WatchEventsRequest(from_seq=a.from_seq or 0, kinds=a.kind or (),
-                                job_id=a.job_id or 0)
+                                job_id=a.job_id or 0, batch=True)
     if a.count == 0:
         return
     call = ctx.stream("WatchEvents", req)
     seen = 0
     try:
-        for event in call:
-            if ctx.json:
-                print_json(as_dict(event))
-            else:
-                print(event_line(event), flush=True)
-            seen += 1
-            if a.count is not None and seen >= a.count:
-                break
+        for message in call:
+            for event in _events_of(message):
+                if ctx.json:
+                    print_json(as_dict(event))
+                else:
+                    print(event_line(event))
+                seen += 1
+                if a.count is not None and seen >= a.count:
+                    return
+            sys.stdout.flush()
     finally:
         call.cancel()
+
+
+def _events_of(message: pb.Event) -> list[pb.Event]:
+    """A batched message's events in order: itself (without `more`), then `more`."""
+    if not message.more:
+        return [message]
+    head = pb.Event()
+    head.CopyFrom(message)
+    head.ClearField("more")
+    return [head, *message.more]
 
 
 def cmd_cluster(ctx: Context) -> None:

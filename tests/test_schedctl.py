@@ -191,6 +191,22 @@ def test_ecc_event_in_watch(ctl: Ctl) -> None:
     ctl.ok("cancel", str(job))
 
 
+def test_watch_replays_batches_event_by_event(ctl: Ctl) -> None:
+    """watch asks for batches (one message carries many events): a replay from the first
+    event prints each event once, in sequence order, and --count stops inside a batch."""
+    ids = [ctl.submit("--nodes", "1", "--walltime", "100") for _ in range(6)]
+    everything = ctl("watch", "--from", "1", "--count", "12", "--json", timeout=20)
+    assert everything.rc == 0, everything
+    seqs = [json.loads(line)["seq"] for line in everything.out.splitlines()]
+    assert len(seqs) == 12 and seqs == sorted(set(seqs)), seqs
+    assert all(not json.loads(line).get("more") for line in everything.out.splitlines())
+    first = ctl("watch", "--from", str(seqs[0]), "--count", "5", timeout=20)
+    assert first.rc == 0, first
+    assert [int(line.split()[0]) for line in first.out.splitlines()] == seqs[:5]
+    for job in ids:
+        ctl.ok("cancel", str(job))
+
+
 def test_refusals(ctl: Ctl) -> None:
     job = ctl.submit("--nodes", "1", "--walltime", "100")
     fails(ctl("checkpoint-done", str(job)), "FAILED_PRECONDITION")
