@@ -150,12 +150,15 @@ class RealtimePolicy(Policy):
     def schedule(self, view: View) -> list[Decision]:
         decisions: list[Decision] = []
         state = view.free_state()
-        waiting = {job.id: job for job in view.queue}
-        self._serve_claims(view, state, waiting, decisions)
         queue = None
+        if self.claims:  # the queue as a dict and a filtered list cost a deep queue's pass
+            waiting = {job.id: job for job in view.queue}
+            self._serve_claims(view, state, waiting, decisions)
+            unclaimed = [j for j in view.queue if j.id not in self.claims]
+        else:
+            unclaimed = list(view.queue)
         if not decisions:
-            queue = self.place(view, state, [j for j in view.queue if j.id not in self.claims],
-                               decisions)
+            queue = self.place(view, state, unclaimed, decisions)
         if any(not isinstance(d, WakeAt) for d in decisions):
             decisions.append(WakeAt(view.now))  # plan the rest on the changed state
             return decisions
