@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from daemon_proc import DaemonProc, free_port, wait_until
+from daemon_proc import DaemonProc, free_port
 
 from schedd.traces import read_trace
 from schedd.v1 import scheduler_pb2 as pb
@@ -144,11 +144,12 @@ def test_engine_work_without_stimuli_is_snapshotted_and_recovered_from(
         stub = first.stub()
         assert stub.SubmitJobs(iter([pb.SubmitJobsRequest(jobs=jobs)]),
                                timeout=60).accepted == 600
-        # The stream's iteration is snapshotted (600 live jobs); then no stimulus, only
-        # the clock, in steps, until the engine's work brings another snapshot.
-        wait_until("the stream's snapshot", lambda: snapshots() == [(600, 0.0)])
+        # No stimulus after the stream, only the clock, in steps, until the engine's work
+        # brings a snapshot past the stream's iteration (engine time > 0). Whether the
+        # stream's own iteration was snapshotted depends on how long it took here (over
+        # SCHEDD_SNAPSHOT_WORK_MS, 1 ms, or not), so the test does not ask.
         t = 0.0
-        while snapshots() == [(600, 0.0)]:
+        while not any(engine_time > 0.0 for _, engine_time in snapshots()):
             t += 20.0
             assert t < 1e5, "no snapshot after the engine's work"
             stub.AdvanceClock(pb.AdvanceClockRequest(to=t), timeout=60)
