@@ -230,6 +230,11 @@ def test_fair_share_over_slurms_own_schedule_is_what_sprio_showed() -> None:
         lines = (run / "sprio.tsv").read_text().splitlines()
         where = {name: k for k, name in enumerate(lines[0].split("\t"))}
         seen = agreed = exact = 0
+
+        def shows(values: set[float | None], shown: int, weight: float = prio.weight_fairshare
+                  ) -> bool:
+            return any(v is not None and abs(v * weight - shown) <= 1 for v in values)
+
         for line in lines[1:]:
             cells = line.split("\t")
             at = int(cells[where["TIME"]]) - t0
@@ -244,11 +249,9 @@ def test_fair_share_over_slurms_own_schedule_is_what_sprio_showed() -> None:
                           for schedule in [ticks] + [extremes[key, side, level]
                                                      for side in (True, False)
                                                      for level in ("account", "user")]}
-            exact += any(v is not None and abs(v * prio.weight_fairshare - shown) <= 1
-                         for v in {ticks[k][1].get(key) for k in near})
+            exact += shows({ticks[k][1].get(key) for k in near}, shown)
             seen += 1
-            agreed += any(v is not None and abs(v * prio.weight_fairshare - shown) <= 1
-                          for v in candidates)
+            agreed += shows(candidates, shown)
         assert seen > 1000, run.name
         assert agreed == seen, f"{run.name}: {seen - agreed} of {seen} snapshots differ"
         # The whole-second leeway decides only near ties: most factors match exactly.

@@ -123,7 +123,9 @@ def simulate_cell(cell: Cell, trace_bytes: bytes | None = None
     flags = list(spec.engine_flags)
     for k, v in cell.engine:
         flags += [f"--{k}"] if v == "true" else [] if v == "false" else [f"--{k}", v]
-    spec = parse_run(shlex.join([spec.policy, *options, *flags]))
+    # The cell's axes added to the spec's own words, without printing and parsing again.
+    spec = replace(spec, label=shlex.join([spec.policy, *options, *flags]),
+                   options=tuple(options), engine_flags=tuple(flags))
     policy = make_policy(spec.policy, list(spec.options), cluster)
     engine_options = engine_options_from(engine_args(spec), policy)
     run = simulate(trace, cluster, policy, seed=cell.seed, engine_options=engine_options,
