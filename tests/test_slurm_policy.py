@@ -237,6 +237,20 @@ def test_dependencies(tmp_path: Path) -> None:
     assert engine.finished[4].state is JobState.CANCELLED and got[4] == -1.0
 
 
+def test_a_dependency_is_met_when_its_jobs_nodes_are_released(tmp_path: Path) -> None:
+    # afterok asks IS_JOB_COMPLETED, which is false while the job is COMPLETING
+    # (job_scheduler.c `_test_job_dependency_common`): job 2 waits for job 1's epilog
+    # (released at 31 with the default 1 s), though three nodes are free and a backfill
+    # cycle runs every second (the job's end at 30 is itself news for the cycle at 30).
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=1\n")
+    jobs = [job(setup, 1, 0, 30, nodes=1), job(setup, 2, 1, 10, nodes=1, dep=(AFTEROK, 1))]
+    engine, _ = run(setup, jobs, epilog=1.0)
+    assert starts(engine) == {1: 0.0, 2: 31.0}
+    engine, _ = run(setup, jobs, epilog=0.0)
+    assert starts(engine) == {1: 0.0, 2: 30.0}
+
+
 def test_per_core_jobs_share_nodes(tmp_path: Path) -> None:
     setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
     jobs = [job(setup, i, 0, 100, cpus=2) for i in range(1, 9)]  # 16 CPUs in all

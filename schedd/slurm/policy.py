@@ -251,6 +251,10 @@ class SlurmPolicy(Policy):
             part.over_time_limit != math.inf for part in conf.partitions)
         self.epilog = float(self.options.epilog)
         self.finished: dict[int, tuple[JobState, float]] = {}  # dependency targets
+        # Dependency targets that ended but whose nodes are not yet released: still
+        # COMPLETING, which IS_JOB_COMPLETED excludes (job_scheduler.c
+        # `_test_job_dependency_common`), so their dependants wait for the epilog.
+        self.completing: dict[int, JobState] = {}
         self.last_seen: tuple[float, int] = (-math.inf, -1)
         self.seq = 0
         # The controller has been up since before time 0: its threads are in their
@@ -366,6 +370,9 @@ class SlurmPolicy(Policy):
         self.releasing = [item for item in self.releasing if item[0] > now]
         for _, run in done:
             self.nodes.give(run.at)
+            state = self.completing.pop(run.id, None)
+            if state is not None:
+                self.finished[run.id] = (state, now)
         self._update(now)
         return True
 
@@ -442,7 +449,7 @@ class SlurmPolicy(Policy):
             fairshare.charge(run.assoc, run.sj.cpus, end - start, self.decay_f)
             self.fs_stale = True
         if run.id in self.watched:
-            self.finished[run.id] = (run.job.state, now)
+            self.completing[run.id] = run.job.state
 
     def _dependency_met(self, p: _Pending, now: float) -> bool | None:
         """True when met, False while waiting, None when it never will be."""
@@ -452,7 +459,8 @@ class SlurmPolicy(Policy):
         target = p.sj.dep_on
         done = self.finished.get(target)
         if done is None:  # waiting, or a job the trace does not hold: nothing to wait for
-            return not (target in self.pending or target in self.running)
+            return not (target in self.pending or target in self.running
+                        or target in self.completing)
         state = done[0]
         ok = state is JobState.COMPLETED
         if kind == AFTEROK:
