@@ -27,8 +27,11 @@ import pytest
 from schedd.slurm.conf import read_slurm_conf
 from schedd.slurm.fidelity import (
     Agreement,
+    Simulated,
+    consensus,
     each_pair,
     mean_between,
+    on_jobs,
     pooled,
     runs_of,
     simulate_run,
@@ -56,13 +59,23 @@ def kind(run: Path) -> str:
 # the test until its entry here is removed.
 KNOWN_GAPS = {
     ("basic-bf2", "total"): "a release 1 s after each end lengthens basic-bf2's waits by "
-                            "9.9% where Slurm's seven runs are at most 4.6% apart",
+                            "7.3% where Slurm's seven runs are at most 4.6% apart",
+    ("multifactor-fs", "consensus total"): "multifactor-fs/r5: job 4's nodes come back a "
+                                           "second after its end, after job 28's "
+                                           "submission, which takes them first",
+    ("partitions", "consensus total"): "jobs 20, 23, 36 of every run: a job backfilled "
+                                       "early in a second releases its nodes in the "
+                                       "second it ends, not a second later",
 }
 
 
 @functools.cache
+def _simulated(workload: str, policy: str = "slurm") -> list[Simulated]:
+    return simulate_runs(WORKLOADS[workload], policy)
+
+
 def _pooled(workload: str, policy: str = "slurm") -> Agreement:
-    return pooled(simulate_runs(WORKLOADS[workload], policy))
+    return pooled(_simulated(workload, policy))
 
 
 @pytest.mark.parametrize("workload, measure", [(w, m) for w in sorted(WORKLOADS)
@@ -103,6 +116,54 @@ def test_closer_to_slurm_than_easy_on_every_workload(workload: str) -> None:
     assert ours.within2 >= easy.within2 + 0.05, (workload, ours.within2, easy.within2)
     assert abs(ours.total_diff) < abs(easy.total_diff), (workload, ours.total_diff,
                                                           easy.total_diff)
+
+
+@pytest.mark.parametrize("workload, measure", [(w, m) for w in sorted(WORKLOADS)
+                                               for m in ("consensus within2",
+                                                         "consensus total")])
+def test_where_slurm_repeats_itself_the_goals_hold_as_written(
+        workload: str, measure: str, request: pytest.FixtureRequest) -> None:
+    """On the jobs every real run agrees on (waits within 2 s of each other) Slurm's own
+    noise is gone, so no pairing of runs lowers the bar: the issue's goals apply there as
+    written, job by job and in total."""
+    if (workload, measure) in KNOWN_GAPS:
+        request.applymarker(pytest.mark.xfail(strict=True,
+                                              reason=KNOWN_GAPS[(workload, measure)]))
+    runs = WORKLOADS[workload]
+    agreed = consensus(runs)
+    assert len(agreed) >= 10, f"{workload}: only {len(agreed)} jobs on which its runs agree"
+    goal_within2, goal_total = GOALS[kind(runs[0])]
+    got = on_jobs(_simulated(workload), agreed)
+    if measure == "consensus within2":
+        assert got.within2 >= goal_within2, (
+            f"{workload}: {got.within2:.0%} of the jobs its {len(runs)} runs agree on within "
+            f"2 s of Slurm (goal {goal_within2:.0%})")
+    else:
+        assert abs(got.total_diff) <= goal_total, (
+            f"{workload}: total wait {got.total_diff:+.1%} on the jobs its runs agree on "
+            f"(goal {goal_total:.0%})")
+
+
+def test_consensus_keeps_only_the_jobs_every_run_agrees_on(tmp_path: Path) -> None:
+    # Three runs of a three-job workload: job 1 waits 10, 11, 12 s (within 2 s: kept),
+    # job 2 10, 13, 10 s (3 s apart: not), job 3 never starts in one run (not).
+    head = "JobIDRaw|Submit|Start|End|Timelimit|NNodes|NCPUS|State"
+    waits = {1: (10, 11, 12), 2: (10, 13, 10), 3: (5, 5, None)}
+    runs = []
+    for k in range(3):
+        run = tmp_path / f"r{k + 1}"
+        run.mkdir()
+        rows = [head]
+        for job, w in waits.items():
+            start = ("Unknown" if w[k] is None
+                     else f"2026-01-01T00:00:{w[k]:02d}")
+            end = "Unknown" if w[k] is None else f"2026-01-01T00:01:{w[k]:02d}"
+            state = "PENDING" if w[k] is None else "COMPLETED"
+            rows.append(f"{job}|2026-01-01T00:00:00|{start}|{end}|00:05:00|1|1|{state}")
+        (run / "sacct.txt").write_text("\n".join(rows) + "\n")
+        runs.append(run)
+    assert consensus(runs) == {1}
+    assert consensus(runs, tolerance=3.0) == {1, 2}
 
 
 def test_every_job_of_a_run_is_accounted_for() -> None:

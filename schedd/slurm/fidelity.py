@@ -207,6 +207,26 @@ def between_runs(a: Path, b: Path) -> list[Paired]:
             for k in sorted(ra) if k in rb]
 
 
+def consensus(runs: list[Path], tolerance: float = 2.0) -> set[int]:
+    """The workload's jobs on which every real run agrees: each started in all of them,
+    with waits no more than `tolerance` s apart. There Slurm repeats itself, so an
+    emulation's miss is its own error, not Slurm's noise."""
+    reals = [real_waits(run) for run in runs]
+    if not reals:
+        return set()
+    out = set()
+    for job in set.intersection(*(set(real) for real in reals)):
+        waits = [real[job][1] for real in reals]
+        if all(math.isfinite(w) for w in waits) and max(waits) - min(waits) <= tolerance:
+            out.add(job)
+    return out
+
+
+def on_jobs(sims: list[Simulated], jobs: set[int]) -> Agreement:
+    """`pooled`, over only the given workload jobs of each run."""
+    return agreement([pair for sim in sims for pair in sim.pairs if pair.job in jobs])
+
+
 def runs_of(root: Path) -> dict[str, list[Path]]:
     """workload -> its run directories (each with a sacct.txt), sorted; a run still
     going (RUN.partial) or failed (RUN.failed) is not one."""
