@@ -19,8 +19,15 @@ every job to end and reach the accounting database; and writes to RUN_DIR:
     assoc.txt    sacctmgr --parsable2 show associations
     sshare.txt   sshare -a -l --parsable2 at the end
     sprio.tsv    the sprio snapshots (multifactor only)
+    timeline.tsv slurmctld's own instants, to the millisecond, from its log: each job's
+                 submission, start (main scheduler or backfill), end, time-limit kill
+                 and, with DebugFlags TraceJobs, the release of its nodes (COMPLETING
+                 cleared); with Backfill, each backfill cycle's beginning
     jobmap.tsv   workload job number -> Slurm job id
     run.json     versions, host, start time, command
+
+`--debug-flags` (default TraceJobs,Backfill) adds slurm.conf's DebugFlags for those
+lines; they only add log lines. `--debug-flags ''` leaves the template as it is.
 
 Every daemon it started is stopped and its database dropped, whatever happens.
 
@@ -45,6 +52,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -61,6 +69,7 @@ SACCT_FIELDS = ("JobIDRaw,JobName,User,Account,Partition,QOS,Submit,Eligible,Sta
                 "Elapsed,Timelimit,NNodes,NCPUS,ReqNodes,ReqCPUS,State,Priority,Flags,"
                 "ExitCode,NodeList,SubmitLine")
 SPRIO_EVERY = 3.0  # s between sprio snapshots
+DEBUG_FLAGS = "TraceJobs,Backfill"  # the log lines timeline.tsv needs beyond info level
 MAX_DRAIN = 3600.0  # s a run may take after its last submission before it is given up
 WORKLOAD_FIELDS = ("job", "submit", "user", "account", "partition", "nodes", "cpus",
                    "exclusive", "limit_min", "sleep", "cancel_after", "after")
@@ -225,6 +234,59 @@ def tool(name: str) -> str:
     return shutil.which(name) or f"/usr/sbin/{name}"
 
 
+def with_debug_flags(conf: str, flags: str) -> str:
+    """slurm.conf with DebugFlags `flags` and SlurmctldDebug raised to verbose: Slurm logs
+    a debug flag's lines (`log_flag`) at the verbose level."""
+    kept = [line for line in conf.splitlines()
+            if not line.strip().startswith(("DebugFlags=", "SlurmctldDebug="))]
+    return "\n".join(kept + ["SlurmctldDebug=verbose", f"DebugFlags={flags}"]) + "\n"
+
+
+# slurmctld's log lines for timeline.tsv (Slurm 22.05, where %pJ prints "JobId=N"):
+# event, pattern (job id, then the nodes where the line names them).
+TIMELINE_LINES = (
+    ("submit", re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+)")),
+    ("start_main", re.compile(r"sched: Allocate JobId=(\d+) NodeList=(\S+)")),
+    ("start_backfill", re.compile(r"Started JobId=(\d+) in \S+ on (\S+)")),
+    ("end", re.compile(r"_job_complete: JobId=(\d+) done")),
+    ("timeout", re.compile(r"Time limit exhausted for JobId=(\d+)")),
+    ("release", re.compile(r"cleanup_completing: JobId=(\d+)")),  # TraceJobs
+    ("backfill_cycle", re.compile(r"(?:backfill|_attempt_backfill): beginning")),  # Backfill
+)
+
+
+def timeline(log: Path) -> list[tuple[float, str, str, str]]:
+    """(Unix time, event, Slurm job id, nodes) for each line of slurmctld's log that
+    TIMELINE_LINES knows, in the log's order; its stamps are local time to the
+    millisecond (LogTimeFormat's default, iso8601_ms)."""
+    out = []
+    with open(log, errors="replace") as f:
+        for line in f:
+            if line[:1] != "[" or "]" not in line:
+                continue
+            stamp, _, text = line[1:].partition("] ")
+            for event, pattern in TIMELINE_LINES:
+                found = pattern.search(text)
+                if found is None:
+                    continue
+                try:
+                    at = datetime.datetime.fromisoformat(stamp).timestamp()
+                except ValueError:
+                    break
+                groups = found.groups()
+                out.append((at, event, groups[0] if groups else "",
+                            groups[1] if len(groups) > 1 else ""))
+                break
+    return out
+
+
+def write_timeline(rows: list[tuple[float, str, str, str]], path: Path) -> None:
+    with open(path, "w") as f:
+        f.write("time\tevent\tjob\tnodes\n")
+        for at, event, job, nodes in rows:
+            f.write(f"{at:.3f}\t{event}\t{job}\t{nodes}\n")
+
+
 @dataclass
 class Cluster:
     """The daemons of one run, on their own ports, in their own directory."""
@@ -237,6 +299,7 @@ class Cluster:
     env: dict[str, str] = field(default_factory=dict)
     database: str = ""
     node_names: list[str] = field(default_factory=list)
+    debug_flags: str = ""  # slurm.conf DebugFlags to add (and the verbose level they log at)
 
     def render(self) -> tuple[str, str]:
         """slurm.conf (the template filled in) and slurmdbd.conf for this run."""
@@ -261,6 +324,8 @@ class Cluster:
             text = text.replace(f"@{key}@", value)
         if "@" in "".join(x.split("#")[0] for x in text.splitlines()):
             raise HarnessError("the template has a placeholder this harness does not know")
+        if self.debug_flags:
+            text = with_debug_flags(text, self.debug_flags)
         dbd_conf = (
             f"AuthType=auth/munge\nAuthInfo=socket={self.root}/munge.sock\n"
             f"DbdHost=localhost\nDbdPort={base + 1}\nSlurmUser=root\n"
@@ -540,7 +605,8 @@ def dump(cluster: Cluster, ids: dict[int, str], out: Path, started: float) -> li
 
 
 def reference_run(workload: Path, template: Path, accounts: Path | None, out: Path,
-                  keep: Path | None = None, log=print, workdir: Path | None = None) -> Path:
+                  keep: Path | None = None, log=print, workdir: Path | None = None,
+                  debug_flags: str = DEBUG_FLAGS) -> Path:
     """One run of `workload` on a real Slurm configured by `template`; its files in
     `out` (created; must not hold a run already). The daemons work in `workdir` (made
     and removed; default: a new temporary directory)."""
@@ -562,7 +628,8 @@ def reference_run(workload: Path, template: Path, accounts: Path | None, out: Pa
         raise HarnessError(f"jobs run as their own users, who cannot reach {closed[0]} "
                            f"(mode {os.stat(closed[0]).st_mode & 0o777:o}); give another "
                            "directory")
-    cluster = Cluster(root, template.read_text(), read_accounts(accounts))
+    cluster = Cluster(root, template.read_text(), read_accounts(accounts),
+                      debug_flags=debug_flags)
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
@@ -590,6 +657,7 @@ def reference_run(workload: Path, template: Path, accounts: Path | None, out: Pa
         }, indent=1) + "\n")
         if not multifactor:
             (partial / "sprio.tsv").unlink(missing_ok=True)
+        write_timeline(timeline(root / "log" / "slurmctld.log"), partial / "timeline.tsv")
     except BaseException as e:
         if any(partial.iterdir()):  # what was gathered is kept, to see what went wrong
             failed = out.with_name(out.name + ".failed")
@@ -623,6 +691,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--accounts", type=Path, help="accounts TSV (default: a1 with u1)")
     r.add_argument("-o", "--out", type=Path, required=True, help="run directory to make")
     r.add_argument("--keep-logs", type=Path, help="copy the daemons' logs here")
+    r.add_argument("--debug-flags", default=DEBUG_FLAGS, metavar="FLAGS",
+                   help="DebugFlags to add to slurm.conf, for timeline.tsv's releases and "
+                        "backfill cycles (default %(default)s; '' adds none)")
     w = sub.add_parser("workload", help="draw a workload")
     w.add_argument("kind", choices=sorted(KINDS))
     w.add_argument("--seed", type=int, default=1)
@@ -642,7 +713,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(line)
             return 1 if missing else 0
         out = reference_run(args.workload, args.conf, args.accounts, args.out,
-                            args.keep_logs)
+                            args.keep_logs, debug_flags=args.debug_flags)
         print(f"reference run in {out}")
         return 0
     except HarnessError as e:

@@ -58,14 +58,16 @@ def kind(run: Path) -> str:
 # "How close to Slurm", says why): expected failures, strict, so that closing a gap fails
 # the test until its entry here is removed.
 KNOWN_GAPS = {
-    ("basic-bf2", "total"): "a release 1 s after each end lengthens basic-bf2's waits by "
-                            "7.3% where Slurm's seven runs are at most 4.6% apart",
-    ("multifactor-fs", "consensus total"): "multifactor-fs/r5: job 4's nodes come back a "
-                                           "second after its end, after job 28's "
-                                           "submission, which takes them first",
-    ("partitions", "consensus total"): "jobs 20, 23, 36 of every run: a job backfilled "
-                                       "early in a second releases its nodes in the "
-                                       "second it ends, not a second later",
+    ("basic-bf2", "consensus total"): "jobs 10-15 of every run start a second early: "
+                                      "job 1, started by the main scheduler, ends just "
+                                      "after the backfill cycle and the background tick "
+                                      "of its last second, which see its nodes only a "
+                                      "second later; without sub-second phases the "
+                                      "emulation frees them at its end",
+    ("partitions", "consensus total"): "jobs 21 and 22 of every run: job 17 ends just "
+                                       "after its last second's background tick (Slurm "
+                                       "starts 18 and 19 a second later), where the "
+                                       "emulation's tick in that second sees its end",
 }
 
 

@@ -7,6 +7,7 @@ MariaDB are missing (.ci/run installs the packages)."""
 from __future__ import annotations
 
 import csv
+import datetime
 import subprocess
 import sys
 import tempfile
@@ -98,6 +99,33 @@ def test_the_run_holds_every_file_and_every_job(run: Path) -> None:
     started = json.loads((run / "run.json").read_text())["controller_started"]
     epoch = import_log("slurm", str(run / "sacct.txt")).trace.header.unix_start_time
     assert 0 < epoch + 1 - started < 120
+
+
+def test_the_timeline_has_slurms_own_instants(run: Path) -> None:
+    # slurmctld's log, to the millisecond: every job's submission; every job that ran, its
+    # start (by the scheduler sacct's Flags name) and its end, and (DebugFlags TraceJobs)
+    # its nodes' release after the end; backfill cycles (DebugFlags Backfill).
+    with open(run / "timeline.tsv", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    events: dict[tuple[str, str], float] = {}
+    for r in rows:
+        events.setdefault((r["event"], r["job"]), float(r["time"]))
+    sacct = sacct_rows(run)
+    assert all(("submit", r["JobIDRaw"]) in events for r in sacct)
+    ran = [r for r in sacct if r["Start"] not in ("", "Unknown", "None")]
+    assert ran
+    for r in ran:
+        job = r["JobIDRaw"]
+        how = "start_backfill" if r["Flags"].startswith("SchedBackfill") else "start_main"
+        assert (how, job) in events, (job, r["Flags"])
+        if r["State"] == "COMPLETED":
+            assert events[("submit", job)] <= events[(how, job)] < events[("end", job)]
+            assert events[("end", job)] <= events[("release", job)], job
+            # sacct's whole seconds are the log's instants, truncated
+            end = datetime.datetime.fromisoformat(r["End"]).timestamp()
+            assert end <= events[("end", job)] < end + 1
+    assert any(r["event"] == "backfill_cycle" for r in rows)
+    assert "DebugFlags=TraceJobs,Backfill" in (run / "slurm.conf").read_text()
 
 
 def test_import_and_simulate_the_run(run: Path, tmp_path: Path) -> None:

@@ -14,10 +14,15 @@ from schedd.slurm.jobs import AFTERANY, AFTERNOTOK, AFTEROK, SlurmJob, job_size
 from schedd.slurm.machine import SlurmSetup
 from schedd.slurm.policy import SlurmOptions, SlurmPolicy
 
-BASE = """\
+NODES = """\
 NodeName=n[1-4] CPUs=4
 PartitionName=batch Nodes=ALL Default=YES
 """
+# The hand-worked instants of most tests take a job's end to run the main scheduler at
+# once: so it does where slurm.conf has an Epilog script (here of no duration, option
+# epilog 0), whose epilog-complete message brings the nodes back. Without one, a job
+# that exits by itself only queues a pass for the background thread (the test of that).
+BASE = NODES + "Epilog=/etc/slurm/epilog\n"
 
 
 def machine(tmp_path: Path, extra: str, nodes: str = BASE) -> SlurmSetup:
@@ -114,16 +119,33 @@ def test_at_the_controllers_start_backfill_may_start_the_first_job(tmp_path: Pat
     assert starts(engine) == {1: 3.0}
 
 
-def test_a_job_end_runs_the_main_scheduler_at_once(tmp_path: Path) -> None:
+def test_a_job_that_exits_by_itself_queues_a_pass_for_the_background_thread(
+        tmp_path: Path) -> None:
+    # Without an Epilog script slurmd answers the terminate request for a finished batch
+    # script ALREADY_COMPLETE: slurmctld's agent marks the nodes idle at once and only
+    # queues a pass (queue_job_scheduler), which the background thread runs at its next
+    # tick once batch_sched_delay (3 s) has passed since its last. Job 1, started by the
+    # main scheduler at 0 (a background tick), ends at 100 just after the tick of that
+    # second, so the request is seen at 101; job 3's submission at 99 had the thread
+    # run a pass at 99, so the next one is at 102.
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n", nodes=NODES)
+    jobs = [job(setup, 1, 0, 100, nodes=4), job(setup, 2, 10, 50, nodes=2),
+            job(setup, 3, 99, 50, nodes=2)]
+    engine, policy = run(setup, jobs)
+    assert starts(engine) == {1: 0.0, 2: 102.0, 3: 102.0}
+    assert set(policy.started_by.values()) == {"main"}
+    assert SlurmOptions().epilog == 0.0
+    # Cancelled while it runs (at 90), its processes are killed and the nodes come back
+    # with the epilog-complete message, whose handler runs the main scheduler at once;
+    # job 3's submission then has the background thread run a pass at 99.
+    engine, _ = run(setup, jobs, cancels=((1, 90.0),))
+    assert starts(engine) == {1: 0.0, 2: 90.0, 3: 99.0}
+    # With an Epilog script every job's nodes come back that way, once it has run (1 s),
+    # whatever the background thread did at 99.
     setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
     jobs = [job(setup, 1, 0, 100, nodes=4), job(setup, 2, 10, 50, nodes=2),
-            job(setup, 3, 11, 50, nodes=2)]
-    engine, _ = run(setup, jobs)
-    assert starts(engine) == {1: 0.0, 2: 100.0, 3: 100.0}
-    # By default the nodes come back, and the main scheduler runs, when the epilog-complete
-    # message arrives: a second after the end.
-    assert SlurmOptions().epilog == 1.0
-    engine, _ = run(setup, jobs, epilog=SlurmOptions().epilog)
+            job(setup, 3, 99, 50, nodes=2)]
+    engine, _ = run(setup, jobs, epilog=1.0)
     assert starts(engine) == {1: 0.0, 2: 101.0, 3: 101.0}
 
 
@@ -162,7 +184,8 @@ def test_nodes_held_by_a_completing_job_count_as_ending_for_backfill(
     # jobs, job 3 would be expected at 1000 and job 4 backfilled onto its node.)
     setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
                               "bf_interval=1\n", "NodeName=n[1-3] CPUs=4\n"
-                              "PartitionName=batch Nodes=ALL Default=YES\n")
+                              "PartitionName=batch Nodes=ALL Default=YES\n"
+                              "Epilog=/etc/slurm/epilog\n")
     jobs = [job(setup, 1, 0, 1000, nodes=1, limit=1200),
             job(setup, 2, 0, 10, nodes=1, limit=60),
             job(setup, 3, 5, 50, nodes=2, limit=120),
@@ -239,9 +262,10 @@ def test_dependencies(tmp_path: Path) -> None:
 
 def test_a_dependency_is_met_when_its_jobs_nodes_are_released(tmp_path: Path) -> None:
     # afterok asks IS_JOB_COMPLETED, which is false while the job is COMPLETING
-    # (job_scheduler.c `_test_job_dependency_common`): job 2 waits for job 1's epilog
-    # (released at 31 with the default 1 s), though three nodes are free and a backfill
-    # cycle runs every second (the job's end at 30 is itself news for the cycle at 30).
+    # (job_scheduler.c `_test_job_dependency_common`): job 2 waits for job 1's epilog,
+    # though three nodes are free and a backfill cycle runs every second (the job's end
+    # at 30 is itself news for the cycle at 30).
+    # An Epilog script of 1 s holds the nodes (and the job COMPLETING) until 31.
     setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
                               "bf_interval=1\n")
     jobs = [job(setup, 1, 0, 30, nodes=1), job(setup, 2, 1, 10, nodes=1, dep=(AFTEROK, 1))]
@@ -265,7 +289,8 @@ def test_overlapping_partitions_block_by_tier(tmp_path: Path) -> None:
     # its partition, and its nodes are then closed to later jobs of long too.
     nodes = ("NodeName=n[1-4] CPUs=4\n"
              "PartitionName=short Nodes=ALL Default=YES PriorityTier=2\n"
-             "PartitionName=long Nodes=n[3-4] PriorityTier=1\n")
+             "PartitionName=long Nodes=n[3-4] PriorityTier=1\n"
+             "Epilog=/etc/slurm/epilog\n")
     setup = machine(tmp_path, "SchedulerType=sched/builtin\n", nodes)
     jobs = [job(setup, 1, 0, 100, nodes=2), job(setup, 2, 1, 50, nodes=4),
             job(setup, 3, 2, 50, nodes=1, partition=1)]

@@ -92,6 +92,11 @@ class SlurmConf:
     whole_nodes: bool = False  # select/linear (or a cons_* with CR_Memory only)
     over_time_limit: float = 0.0  # minutes (inf: UNLIMITED)
     kill_wait: float = 30.0  # s
+    # An Epilog script on the nodes: every job's nodes then come back with the
+    # epilog-complete message, which runs the main scheduler at once (req.c
+    # `_rpc_terminate_job`); without one, a job that exited by itself has them back at once
+    # and only queues a request for the background thread (policy.py, "What runs when").
+    epilog_script: bool = False
     # AccountingStorageEnforce includes limits (limits, safe, all): only then does a
     # job's end charge its last part of usage (acct_policy.c, _adjust_limit_usage).
     enforce_limits: bool = False
@@ -138,7 +143,7 @@ JobAcctGatherFrequency JobAcctGatherParams JobCompType JobCompLoc JobCompHost Jo
 JobCompUser JobCompPass JobCompParams ProctrackType TaskPlugin TaskPluginParam MpiDefault
 MpiParams SwitchType LaunchType ReturnToService SlurmctldTimeout SlurmdTimeout
 MessageTimeout TCPTimeout InactiveLimit MinJobAge MaxJobCount FirstJobId MaxJobId
-SlurmdParameters SlurmctldParameters MailProg MailDomain PluginDir PlugStackConfig Epilog
+SlurmdParameters SlurmctldParameters MailProg MailDomain PluginDir PlugStackConfig
 Prolog EpilogSlurmctld PrologSlurmctld PrologFlags SrunEpilog SrunProlog TaskEpilog
 TaskProlog HealthCheckProgram HealthCheckInterval HealthCheckNodeState TmpFS CacheGroups
 GroupUpdateForce GroupUpdateTime UsePAM PropagateResourceLimits
@@ -481,6 +486,8 @@ class _Reader:
         elif key == "accountingstorageenforce":
             words = {w.strip().lower() for w in value.split(",")}
             top["enforce_limits"] = bool(words & {"2", "limits", "safe", "all"})
+        elif key == "epilog":
+            top["epilog_script"] = bool(value.strip())
         elif key == "killwait":
             top["kill_wait"] = float(self._int(number, "KillWait", value))
         elif key in ("preempttype", "preemptmode", "preemptexempttime"):

@@ -1,0 +1,74 @@
+"""slurmctld's own instants (bench/slurm_reference.py `timeline`) and what
+bench/slurm_subsecond.py reads off them, on hand-written log lines in Slurm 22.05's
+format; no Slurm needed (tests/test_slurm_harness.py checks a real run's)."""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import slurm_reference  # noqa: E402
+import slurm_subsecond  # noqa: E402
+
+LOG = """\
+[2026-11-29T06:30:14.179] _slurm_rpc_submit_batch_job: JobId=1 InitPrio=4294901759 usec=334
+[2026-11-29T06:30:14.670] sched/backfill: _attempt_backfill: beginning
+[2026-11-29T06:30:14.670] sched/backfill: _attempt_backfill: BACKFILL: test for JobId=1 Prio=1
+[2026-11-29T06:30:14.670] sched/backfill: _start_job: Started JobId=1 in batch on n[1-3]
+[2026-11-29T06:30:16.178] _slurm_rpc_submit_batch_job: JobId=3 InitPrio=4294901757 usec=238
+[2026-11-29T06:30:22.716] _job_complete: JobId=1 WEXITSTATUS 0
+[2026-11-29T06:30:22.716] _job_complete: JobId=1 done
+[2026-11-29T06:30:22.723] TRACE_JOBS: job_epilog_complete: enter JobId=1
+[2026-11-29T06:30:22.723] TRACE_JOBS: cleanup_completing: JobId=1
+[2026-11-29T06:30:23.976] sched: Allocate JobId=3 NodeList=n[1-3] #CPUs=12 Partition=batch
+[2026-11-29T06:31:23.976] Time limit exhausted for JobId=3
+[2026-11-29T06:31:24.400] _job_complete: JobId=3 done
+[2026-11-29T06:31:25.100] TRACE_JOBS: cleanup_completing: JobId=3
+a line without a stamp
+"""
+
+
+def at(clock: str) -> float:
+    return datetime.datetime.fromisoformat(f"2026-11-29T{clock}").timestamp()
+
+
+def test_the_timeline_keeps_the_instants_slurmctld_logged(tmp_path: Path) -> None:
+    log = tmp_path / "slurmctld.log"
+    log.write_text(LOG)
+    rows = slurm_reference.timeline(log)
+    assert [(event, job, nodes) for _, event, job, nodes in rows] == [
+        ("submit", "1", ""), ("backfill_cycle", "", ""), ("start_backfill", "1", "n[1-3]"),
+        ("submit", "3", ""), ("end", "1", ""), ("release", "1", ""),
+        ("start_main", "3", "n[1-3]"), ("timeout", "3", ""), ("end", "3", ""),
+        ("release", "3", "")]
+    assert rows[0][0] == pytest.approx(at("06:30:14.179"), abs=1e-6)
+    path = tmp_path / "timeline.tsv"
+    slurm_reference.write_timeline(rows, path)
+    assert path.read_text().splitlines()[0] == "time\tevent\tjob\tnodes"
+    assert slurm_subsecond.read_timeline(path)[6] == (round(at("06:30:23.976"), 3),
+                                                       "start_main", "3")
+
+
+def test_release_delays_and_phases_are_read_off_the_timeline(tmp_path: Path) -> None:
+    log = tmp_path / "slurmctld.log"
+    log.write_text(LOG)
+    s = slurm_subsecond.analyse([(t, e, j) for t, e, j, _ in slurm_reference.timeline(log)])
+    # Job 1 (backfilled) released 7 ms after its end, in the same second; job 3 (main
+    # scheduler) 0.7 s after, in the next second.
+    assert s.release_delay["backfill"] == [pytest.approx(0.007, abs=1e-3)]
+    assert s.same_second == {"backfill": [True], "main": [False]}
+    assert s.release_delay["main"] == [pytest.approx(0.7, abs=1e-3)]
+    # No main-scheduler start came within a second of either release (job 3's came 1.25 s
+    # after job 1's).
+    assert s.main_after_release == []
+    assert s.phases["submit"] == [pytest.approx(0.179, abs=1e-3),
+                                  pytest.approx(0.178, abs=1e-3)]
+    lines = slurm_subsecond.report("hand-written", s)
+    assert lines[0] == "## hand-written"
+    assert any(line.startswith("  submit") and line.split()[2] == "2" for line in lines)
