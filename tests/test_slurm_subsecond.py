@@ -72,3 +72,11 @@ def test_release_delays_and_phases_are_read_off_the_timeline(tmp_path: Path) -> 
     lines = slurm_subsecond.report("hand-written", s)
     assert lines[0] == "## hand-written"
     assert any(line.startswith("  submit") and line.split()[2] == "2" for line in lines)
+
+
+def test_debug_flags_raise_slurmctlds_level_to_where_log_flag_prints() -> None:
+    # log_flag() prints at the verbose level (log.h), above the templates' info.
+    conf = "SlurmctldDebug=info\nDebugFlags=Gang\nSchedulerType=sched/backfill\n"
+    out = slurm_reference.with_debug_flags(conf, "TraceJobs,Backfill").splitlines()
+    assert out == ["SchedulerType=sched/backfill", "SlurmctldDebug=verbose",
+                   "DebugFlags=TraceJobs,Backfill"]
