@@ -36,6 +36,7 @@ from ..core.recorder import RunRecorder
 from ..policies import make_policy
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
+from . import event_loop
 from .auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
@@ -290,6 +291,7 @@ class Daemon:
         heap.settle(self.gc_thresholds)
         # Large freed blocks go back to the kernel, not into a fragmented heap (issue 34).
         returns = heap.return_freed_memory()
+        log.info("event loop", loop=type(asyncio.get_running_loop()).__module__)
         log.info("garbage collector set", frozen_objects=gc.get_freeze_count(),
                  thresholds=list(self.gc_thresholds or gc.get_threshold()),
                  returns_freed_memory=returns)
@@ -549,7 +551,7 @@ def serve_main(args: argparse.Namespace) -> int:
         print(json.dumps(shown, indent=2, sort_keys=True, default=str))
         return 0
     try:
-        return asyncio.run(_serve(args))
+        return event_loop.run(_serve(args))
     except (ClusterError, PolicyError, TokenFileError, StartupError, JournalError) as err:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
