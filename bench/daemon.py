@@ -24,6 +24,16 @@ every run. What it measures (targets from the daemon issue):
    to keep passes coming; sequential GetJob at ~200/s. Target p99 < 20 ms. A baseline with
    the same policy not spinning (`every=10^9`) is shown for comparison.
 
+Issue 35 item 1, each on its own (no other row runs):
+* `--vs-bare ROUNDS [--clients 64] [--baseline TREE]`: the daemon (journal on disk) and the
+  bare grpc.aio server (same proto, SubmitJob answers at once) under the same closed-loop
+  client, alternating, a fresh server each; per round rate, p99, server CPU and CPU per
+  call, and the median of daemon / bare. `--baseline TREE` adds a daemon run from another
+  source tree (PYTHONPATH) to the rotation: before and after in the same run.
+  `SCHEDD_BENCH_UVLOOP=1` runs the bare server on uvloop.
+* `--open-loop RATE`: SubmitJob sent at RATE/s for 10 s after 1 s at that rate, latency
+  from each call's scheduled send time; the daemon, then the bare server.
+
 Daemon-side figures (journal commits, jobs per commit, policy pass seconds) come from the
 daemon's /metrics; CPU shares from /proc. Writes bench/results/daemon-latest.md.
 """
@@ -182,6 +192,55 @@ async def _unary(address: str, daemon_pid: int, concurrency: int, warmup: float,
             "daemon_cpu": (cpu["daemon1"] - cpu["daemon0"]) / duration}
 
 
+def open_loop_client(address: str, daemon_pid: int, rate: float, warmup: float,
+                     duration: float) -> dict[str, Any]:
+    return asyncio.run(_open_loop(address, daemon_pid, rate, warmup, duration))
+
+
+async def _open_loop(address: str, daemon_pid: int, rate: float, warmup: float,
+                     duration: float) -> dict[str, Any]:
+    """SubmitJob sent at a fixed rate whatever the answers do (open loop). A call's
+    latency runs from its scheduled send time, so a stalled client or server counts
+    against the figures instead of hiding (no coordinated omission)."""
+    import grpc
+
+    from schedd.v1 import scheduler_pb2 as pb
+    from schedd.v1 import scheduler_pb2_grpc as pb_grpc
+
+    lat: list[float] = []
+    errors: list[str] = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        await asyncio.wait_for(channel.channel_ready(), 10)
+        stub = pb_grpc.SchedulerStub(channel)
+        t0 = time.perf_counter() + warmup
+        start = time.perf_counter()
+        total = int((warmup + duration) * rate)
+        cpu0 = cpu_seconds(daemon_pid)
+
+        async def call(k: int, due: float) -> None:
+            req = pb.SubmitJobRequest(nodes=1 + k % 64, walltime=3600.0)
+            try:
+                await stub.SubmitJob(req, timeout=30)
+            except grpc.aio.AioRpcError as err:
+                if due >= t0:
+                    errors.append(f"{err.code().name}: {err.details()}")
+                return
+            if due >= t0:
+                lat.append(time.perf_counter() - due)
+
+        tasks = []
+        for k in range(total):
+            due = start + k / rate
+            now = time.perf_counter()
+            if due > now:
+                await asyncio.sleep(due - now)
+            tasks.append(asyncio.ensure_future(call(k, due)))
+        await asyncio.gather(*tasks)
+        cpu1 = cpu_seconds(daemon_pid)
+    return {"lat": lat, "errors": errors, "sent": total - int(warmup * rate),
+            "daemon_cpu": (cpu1 - cpu0) / (warmup + duration)}
+
+
 def stream_client(address: str, daemon_pid: int, metrics_port: int, sizes: list[int],
                   pause: float) -> list[dict[str, Any]]:
     return asyncio.run(_streams(address, daemon_pid, metrics_port, sizes, pause))
@@ -266,7 +325,13 @@ async def _getjob(address: str, metrics_port: int, job_id: int, rate: float, war
 
 def bare_server(ports: Any) -> None:
     """A grpc.aio server with schedd's service and no schedd logic: SubmitJob answers at
-    once, SubmitJobs counts the messages. The floor that gRPC Python itself sets."""
+    once, SubmitJobs counts the messages. The floor that gRPC Python itself sets.
+    SCHEDD_BENCH_UVLOOP=1 runs it on uvloop's event loop (an experiment, issue 35)."""
+    if os.environ.get("SCHEDD_BENCH_UVLOOP") == "1":
+        import uvloop
+
+        uvloop.run(_bare_server(ports))
+        return
     asyncio.run(_bare_server(ports))
 
 
@@ -305,11 +370,12 @@ def serve_args(state_db: str) -> list[str]:
             "--state-db", state_db, "--log-level", "warning"]
 
 
-def loaded_daemon(DaemonProc: Any, state_db: str) -> Any:  # noqa: N803 — a class
+def loaded_daemon(DaemonProc: Any, state_db: str,  # noqa: N803 — a class
+                  env: dict[str, str] | None = None) -> Any:
     """A daemon holding QUEUE jobs of 64 nodes on 64 nodes: one running, QUEUE-1 waiting."""
     from schedd.v1 import scheduler_pb2 as pb
 
-    dp = DaemonProc(*serve_args(state_db), metrics=True)
+    dp = DaemonProc(*serve_args(state_db), metrics=True, env=env)
     try:
         with dp.channel() as channel:
             from schedd.v1 import scheduler_pb2_grpc as pb_grpc
@@ -347,9 +413,9 @@ def stop(dp: Any) -> None:
 
 
 def run_unary(DaemonProc: Any, tmp: str, journal: str, concurrency: int, warmup: float,  # noqa: N803
-              duration: float, tag: str) -> dict[str, Any]:
+              duration: float, tag: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     state_db = os.path.join(tmp, f"unary-{tag}.sqlite") if journal == "disk" else ":memory:"
-    dp = loaded_daemon(DaemonProc, state_db)
+    dp = loaded_daemon(DaemonProc, state_db, env)
     try:
         before = scrape(dp.metrics_port)
         res = in_client(unary_client, dp.address, dp.proc.pid, concurrency, warmup, duration)
@@ -405,6 +471,82 @@ def run_bare(concurrencies: list[int], sizes: list[int], warmup: float,
     finally:
         proc.terminate()
         proc.join(10)
+
+
+def with_bare(fn: Any, *args: Any) -> Any:
+    """`fn(address, server_pid, *args)` in a client process against a fresh bare server."""
+    ctx = mp.get_context("spawn")
+    ports = ctx.Queue()
+    proc = ctx.Process(target=bare_server, args=(ports,), daemon=True)
+    proc.start()
+    try:
+        return in_client(fn, f"127.0.0.1:{ports.get(timeout=30)}", proc.pid, *args)
+    finally:
+        proc.terminate()
+        proc.join(10)
+
+
+def summarise(res: dict[str, Any], window: float) -> dict[str, Any]:
+    res["rate"] = len(res["lat"]) / window
+    res["p50"], res["p99"] = pct(res["lat"], 50) * 1e3, pct(res["lat"], 99) * 1e3
+    del res["lat"]
+    return res
+
+
+def vs_bare(DaemonProc: Any, tmp: str, rounds: int, n: int, warmup: float,  # noqa: N803
+            window: float, baseline: str | None) -> None:
+    """Issue 35 item 1: the daemon (journal on disk) against the bare server, the same
+    closed-loop client of `n` callers, alternating (the order rotates each round), each
+    on a fresh server; prints each round and the median of daemon / bare. `baseline`: a
+    source tree (PYTHONPATH) whose daemon runs as a third contender, "base"."""
+    names = ["daemon", "bare"] + (["base"] if baseline else [])
+    ratios: dict[str, list[float]] = {name: [] for name in names if name != "bare"}
+    for i in range(rounds):
+        got: dict[str, dict[str, Any]] = {}
+        for which in names[i % len(names):] + names[:i % len(names)]:
+            if which == "bare":
+                got[which] = summarise(with_bare(unary_client, n, warmup, window), window)
+            else:
+                env = {"PYTHONPATH": baseline} if which == "base" and baseline else None
+                got[which] = run_unary(DaemonProc, tmp, "disk", n, warmup, window,
+                                       f"vs-{which}-{i}", env)
+        parts = []
+        for which in names:
+            r = got[which]
+            us = r["daemon_cpu"] / r["rate"] * 1e6 if r["rate"] else float("nan")
+            parts.append(f"{which} {r['rate']:,.0f}/s p99 {r['p99']:.1f} ms cpu "
+                         f"{r['daemon_cpu']:.0%} {us:.0f} us/call"
+                         + (f" {r['per_commit']:.1f}/commit" if "per_commit" in r else "")
+                         + (f" {len(r['errors'])} errors" if r["errors"] else ""))
+            if which != "bare":
+                ratios[which].append(r["rate"] / got["bare"]["rate"])
+        print(f"round {i + 1}: " + "; ".join(parts) + "; ratio "
+              + " ".join(f"{k} {v[-1]:.2f}x" for k, v in ratios.items())
+              + f"; load {os.getloadavg()[0]:.2f}", flush=True)
+    for which, values in ratios.items():
+        print(f"{which} / bare, N={n}, median of {rounds}: {statistics.median(values):.2f}x "
+              f"(rounds {fmt_runs(values, '.2f')})", flush=True)
+
+
+def open_loop(DaemonProc: Any, tmp: str, rate: float, duration: float,  # noqa: N803
+              who: str, baseline: str | None = None) -> None:
+    """Issue 35 item 1: SubmitJob at `rate`/s for `duration` s (after 1 s at the same
+    rate), journal on disk; p50/p99 from each call's scheduled send time."""
+    if who == "bare":
+        res = with_bare(open_loop_client, rate, 1.0, duration)
+    else:
+        env = {"PYTHONPATH": baseline} if who == "base" and baseline else None
+        dp = loaded_daemon(DaemonProc, os.path.join(tmp, f"open-loop-{who}.sqlite"), env)
+        try:
+            res = in_client(open_loop_client, dp.address, dp.proc.pid, rate, 1.0, duration)
+        finally:
+            stop(dp)
+    done, errors = len(res["lat"]), res["errors"]
+    print(f"open loop {who}, {rate:,.0f}/s for {duration:g} s: {done:,} of {res['sent']:,} "
+          f"answered, p50 {pct(res['lat'], 50) * 1e3:.1f} ms, p99 "
+          f"{pct(res['lat'], 99) * 1e3:.1f} ms, max {max(res['lat'] or [0]) * 1e3:.1f} ms, "
+          f"{len(errors)} errors{' (' + errors[0] + ')' if errors else ''}, cpu "
+          f"{res['daemon_cpu']:.0%}; load {os.getloadavg()[0]:.2f}", flush=True)
 
 
 def run_getjob(DaemonProc: Any, tmp: str, every: int, warmup: float, duration: float,  # noqa: N803
@@ -483,8 +625,29 @@ def main() -> None:
                              "with --quick)")
     parser.add_argument("--submit-only", action="store_true",
                         help="skip the bare-server reference and the GetJob scenario")
+    parser.add_argument("--vs-bare", type=int, default=0, metavar="ROUNDS",
+                        help="only: the daemon (disk) against the bare server at the last "
+                             "--clients value, ROUNDS alternating pairs, and the ratio")
+    parser.add_argument("--open-loop", type=float, default=0, metavar="RATE",
+                        help="only: SubmitJob at RATE/s for 10 s, daemon then bare server")
+    parser.add_argument("--baseline", default=None, metavar="TREE",
+                        help="with --vs-bare: also a daemon run from another source tree "
+                             "(PYTHONPATH=TREE), for before/after in the same run")
     args = parser.parse_args()
     calibration, DaemonProc = _import_helpers()  # noqa: N806 — a class
+    if args.vs_bare or args.open_loop:
+        print(f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {git_head()}; "
+              f"{machine_line()}; load {os.getloadavg()[0]:.2f}; calibration loop "
+              f"{calibration():.3f} s", flush=True)
+        warmup, window = (0.5, 2.0) if args.quick else (1.0, 5.0)
+        with tempfile.TemporaryDirectory(prefix="schedd-bench-") as tmp:
+            if args.vs_bare:
+                vs_bare(DaemonProc, tmp, args.vs_bare, int(args.clients.split(",")[-1]),
+                        warmup, window, args.baseline)
+            if args.open_loop:
+                for who in ["daemon", "bare"] + (["base"] if args.baseline else []):
+                    open_loop(DaemonProc, tmp, args.open_loop, 10.0, who, args.baseline)
+        return
     repeat = args.repeat or (1 if args.quick else 3)
     warmup, window = (0.5, 2.0) if args.quick else (1.0, 5.0)
     concurrencies = [int(n) for n in args.clients.split(",")]

@@ -1,5 +1,7 @@
-"""One server interceptor: authentication, authorisation of operator-only methods, request
-context for the logs (structlog contextvars) and the per-method request counter.
+"""The checks every Scheduler call passes (`guarded_handlers`): authentication,
+authorisation of operator-only methods, request context for the logs (structlog
+contextvars) and the per-method request counter. Health checks and reflection are
+registered unwrapped: they are open to everyone (load balancers, grpcurl).
 
 Handlers read the caller with `current_principal()`; they bind `job_id` and `stimulus_id`
 to the log context themselves once they know them.
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from operator import attrgetter
 from typing import Any
 
@@ -26,139 +28,139 @@ log = structlog.get_logger("schedd.rpc")
 _principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
     "schedd_principal", default=None)
 
-# Health checks and reflection are open to everyone (load balancers, grpcurl).
-PUBLIC_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
-
-
 def current_principal() -> Principal:
     principal = _principal.get()
     assert principal is not None, "called outside an intercepted RPC"
     return principal
 
 
-class SchedulerInterceptor(grpc.aio.ServerInterceptor):
-    def __init__(self, tokens: TokenStore, metrics: DaemonMetrics):
-        self._tokens = tokens
-        self._metrics = metrics
+def guarded_handlers(handlers: dict[str, Any], tokens: TokenStore,
+                     metrics: DaemonMetrics) -> dict[str, Any]:
+    """The Scheduler's method handlers, each wrapped once at start in the checks every
+    call passes: authentication, authorisation of operator-only methods, the request's
+    decoding and sizes, the log context, and the per-method counters.
 
-    async def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler = await continuation(details)
-        full = details.method
-        if handler is None or full.startswith(PUBLIC_PREFIXES):
-            return handler
-        method = full.rsplit("/", 1)[-1]
-        metadata = dict(details.invocation_metadata or ())
-        principal = self._tokens.authenticate(_text(metadata.get("authorization")))
+    Why not a `grpc.aio.ServerInterceptor`: grpc.aio runs an interceptor as a coroutine
+    pipeline on every call, and the interceptor built a fresh wrapped handler per call;
+    at 64 callers' SubmitJob that was 5.5% of the GIL's samples (docs/benchmarks.md,
+    issue 35). Wrapped once, a call pays only its own checks."""
+    return {name: _guard(handler, name, tokens, metrics) for name, handler in handlers.items()}
+
+
+def _guard(handler: Any, method: str, tokens: TokenStore, metrics: DaemonMetrics) -> Any:
+    deserialize = _tolerant(handler.request_deserializer)
+    operator_only = method in OPERATOR_ONLY
+    ok_requests = metrics.rpc_requests.labels(method, "OK")  # the common case, bound once
+    seconds = None  # rpc_seconds' series appears once the method is called (metrics.py)
+
+    def admitted(context: grpc.aio.ServicerContext) -> tuple[Principal | None, str]:
+        """(the caller, "") or (None, why the call is refused, as "CODE:message")."""
+        authorization = None
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization":
+                authorization = _text(value)
+        principal = tokens.authenticate(authorization)
         if principal is None:
-            return self._refuse(handler, grpc.StatusCode.UNAUTHENTICATED, method,
-                                "a valid 'authorization: Bearer TOKEN' header is required")
-        if method in OPERATOR_ONLY and not principal.operator:
-            return self._refuse(handler, grpc.StatusCode.PERMISSION_DENIED, method,
-                                f"{method} is for operators; {principal.user} is a "
-                                f"{principal.role}")
-        return self._wrap(handler, method, principal)
+            return None, ("UNAUTHENTICATED:a valid 'authorization: Bearer TOKEN' header is "
+                          "required")
+        if operator_only and not principal.operator:
+            return None, (f"PERMISSION_DENIED:{method} is for operators; {principal.user} "
+                          f"is a {principal.role}")
+        _principal.set(principal)
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(rpc=method, user=principal.user)
+        return principal, ""
 
-    # ------------------------------------------------------------------ wrapping
-    def _wrap(self, handler: Any, method: str, principal: Principal) -> Any:
-        metrics = self._metrics
-        deserialize = _tolerant(handler.request_deserializer)
+    async def refuse(context: grpc.aio.ServicerContext, why: str) -> None:
+        name, _, message = why.partition(":")
+        metrics.rpc_requests.labels(method, name).inc()
+        log.info("rpc refused", rpc=method, code=name, details=message)
+        await context.abort(grpc.StatusCode[name], message)
 
-        async def check(request: Any, context: grpc.aio.ServicerContext) -> None:
-            if isinstance(request, Undecodable):
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                    f"the request is not a valid {method} message "
-                                    f"({request.reason})")
-            why = oversized(request)
-            if why is not None:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, why)
+    def problem(request: Any) -> str | None:
+        if isinstance(request, Undecodable):
+            return f"the request is not a valid {method} message ({request.reason})"
+        return oversized(request)
 
-        def enter() -> float:
-            _principal.set(principal)
-            structlog.contextvars.clear_contextvars()
-            structlog.contextvars.bind_contextvars(rpc=method, user=principal.user)
-            return time.perf_counter()
+    def leave(context: grpc.aio.ServicerContext, started: float) -> None:
+        nonlocal seconds
+        if seconds is None:
+            seconds = metrics.rpc_seconds.labels(method)
+        code = context.code()
+        elapsed = time.perf_counter() - started
+        if code is None or code is grpc.StatusCode.OK:
+            ok_requests.inc()
+            seconds.observe(elapsed)
+            return
+        name = code.name if isinstance(code, grpc.StatusCode) else str(code)
+        metrics.rpc_requests.labels(method, name).inc()
+        seconds.observe(elapsed)
+        log.info("rpc refused", code=name, details=context.details(),
+                 seconds=round(elapsed, 6))
 
-        def leave(context: grpc.aio.ServicerContext, started: float) -> None:
-            code = context.code() or grpc.StatusCode.OK
-            name = code.name if isinstance(code, grpc.StatusCode) else str(code)
-            metrics.rpc_requests.labels(method, name).inc()
-            metrics.rpc_seconds.labels(method).observe(time.perf_counter() - started)
-            if name != "OK":
-                log.info("rpc refused", code=name, details=context.details(),
-                         seconds=round(time.perf_counter() - started, 6))
+    if handler.unary_unary is not None:
+        inner = handler.unary_unary
 
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
+        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            principal, why = admitted(context)
+            if principal is None:
+                await refuse(context, why)
+            started = time.perf_counter()
+            try:
+                bad = problem(request)
+                if bad is not None:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad)
+                return await inner(request, context)
+            finally:
+                leave(context, started)
 
-            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                started = enter()
-                try:
-                    await check(request, context)
-                    return await inner(request, context)
-                finally:
-                    leave(context, started)
+        return grpc.unary_unary_rpc_method_handler(
+            unary_unary, deserialize, handler.response_serializer)
+    if handler.stream_unary is not None:
+        inner_su = handler.stream_unary
 
-            return grpc.unary_unary_rpc_method_handler(
-                unary_unary, deserialize, handler.response_serializer)
-        if handler.stream_unary is not None:
-            inner_su = handler.stream_unary
+        async def stream_unary(requests: AsyncIterator[Any],
+                               context: grpc.aio.ServicerContext) -> Any:
+            principal, why = admitted(context)
+            if principal is None:
+                await refuse(context, why)
+            started = time.perf_counter()
 
-            async def stream_unary(requests: AsyncIterator[Any],
-                                   context: grpc.aio.ServicerContext) -> Any:
-                started = enter()
+            async def checked() -> AsyncIterator[Any]:
+                async for request in requests:
+                    bad = problem(request)
+                    if bad is not None:
+                        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad)
+                    yield request
 
-                async def checked() -> AsyncIterator[Any]:
-                    async for request in requests:
-                        await check(request, context)
-                        yield request
+            try:
+                return await inner_su(checked(), context)
+            finally:
+                leave(context, started)
 
-                try:
-                    return await inner_su(checked(), context)
-                finally:
-                    leave(context, started)
+        return grpc.stream_unary_rpc_method_handler(
+            stream_unary, deserialize, handler.response_serializer)
+    if handler.unary_stream is not None:
+        inner_us = handler.unary_stream
 
-            return grpc.stream_unary_rpc_method_handler(
-                stream_unary, deserialize, handler.response_serializer)
-        if handler.unary_stream is not None:
-            inner_us = handler.unary_stream
-
-            async def unary_stream(request: Any,
-                                   context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                started = enter()
-                try:
-                    await check(request, context)
-                    async for item in inner_us(request, context):
-                        yield item
-                finally:
-                    leave(context, started)
-
-            return grpc.unary_stream_rpc_method_handler(
-                unary_stream, deserialize, handler.response_serializer)
-        return handler  # stream-stream: none in this API
-
-    def _refuse(self, handler: Any, code: grpc.StatusCode, method: str, message: str) -> Any:
-        self._metrics.rpc_requests.labels(method, code.name).inc()
-        log.info("rpc refused", rpc=method, code=code.name, details=message)
-
-        async def abort(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.abort(code, message)
-
-        async def abort_stream(request: Any,
+        async def unary_stream(request: Any,
                                context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            await context.abort(code, message)
-            yield None  # pragma: no cover — abort raises
+            principal, why = admitted(context)
+            if principal is None:
+                await refuse(context, why)
+            started = time.perf_counter()
+            try:
+                bad = problem(request)
+                if bad is not None:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad)
+                async for item in inner_us(request, context):
+                    yield item
+            finally:
+                leave(context, started)
 
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                abort, handler.request_deserializer, handler.response_serializer)
-        if handler.stream_unary is not None:
-            return grpc.stream_unary_rpc_method_handler(
-                abort, handler.request_deserializer, handler.response_serializer)
         return grpc.unary_stream_rpc_method_handler(
-            abort_stream, handler.request_deserializer, handler.response_serializer)
+            unary_stream, deserialize, handler.response_serializer)
+    return handler  # stream-stream: none in this API
 
 
 def oversized(message: Message) -> str | None:

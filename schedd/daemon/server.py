@@ -36,6 +36,7 @@ from ..core.recorder import RunRecorder
 from ..policies import make_policy
 from ..v1 import scheduler_pb2 as pb
 from ..v1 import scheduler_pb2_grpc as pb_grpc
+from . import event_loop
 from .auth import ANONYMOUS_OPERATOR, Principal, TokenStore
 from .budget import BudgetedPolicy
 from .clock import VirtualClock
@@ -43,7 +44,7 @@ from .config import ConfigError, check_engine_limits
 from .eventlog import BACKLOG_BYTES as WATCH_BACKLOG_BYTES
 from .eventlog import EVENT_RING, STREAMS_PER_USER, EventLog
 from .host import RECORD_IN_MEMORY, RESULTS_IN_MEMORY, EngineHost, ReplayFailed
-from .interceptor import SchedulerInterceptor, _principal
+from .interceptor import _principal, guarded_handlers
 from .journal import Journal, JournalError
 from .logs import configure_logging
 from .metrics import DaemonMetrics
@@ -290,11 +291,11 @@ class Daemon:
         heap.settle(self.gc_thresholds)
         # Large freed blocks go back to the kernel, not into a fragmented heap (issue 34).
         returns = heap.return_freed_memory()
+        log.info("event loop", loop=type(asyncio.get_running_loop()).__module__)
         log.info("garbage collector set", frozen_objects=gc.get_freeze_count(),
                  thresholds=list(self.gc_thresholds or gc.get_threshold()),
                  returns_freed_memory=returns)
         server = grpc.aio.server(
-            interceptors=[SchedulerInterceptor(self.tokens, self.metrics)],
             options=[("grpc.so_reuseport", 0),
                      ("grpc.max_receive_message_length", limits.MAX_MESSAGE_BYTES)])
         try:
@@ -304,7 +305,7 @@ class Daemon:
             raise
 
     async def _start_on(self, server: grpc.aio.Server) -> None:
-        add_scheduler_service(self.service, server)
+        add_scheduler_service(self.service, server, self.tokens, self.metrics)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (pb.DESCRIPTOR.services_by_name["Scheduler"].full_name,
@@ -550,7 +551,7 @@ def serve_main(args: argparse.Namespace) -> int:
         print(json.dumps(shown, indent=2, sort_keys=True, default=str))
         return 0
     try:
-        return asyncio.run(_serve(args))
+        return event_loop.run(_serve(args))
     except (ClusterError, PolicyError, TokenFileError, StartupError, JournalError) as err:
         print(f"schedd: error: {err}", file=sys.stderr)
         return 2
@@ -571,17 +572,19 @@ class _Handlers:
         self.handlers = dict(handlers)
 
 
-def add_scheduler_service(service: Any, server: grpc.aio.Server) -> None:
-    """The Scheduler service as the generated code registers it, but for WatchEvents'
-    response serializer, which passes events encoded once for every stream on as they are
-    (service.EncodedEvents) and serializes any other message."""
+def add_scheduler_service(service: Any, server: grpc.aio.Server, tokens: TokenStore,
+                          metrics: DaemonMetrics) -> None:
+    """The Scheduler service as the generated code registers it, each method behind its
+    checks (interceptor.guarded_handlers), and WatchEvents' response serializer passing
+    events encoded once for every stream on as they are (service.EncodedEvents) and
+    serializing any other message."""
     taken = _Handlers()
     pb_grpc.add_SchedulerServicer_to_server(service, taken)  # type: ignore[arg-type]
     watch = taken.handlers["WatchEvents"]
     taken.handlers["WatchEvents"] = grpc.unary_stream_rpc_method_handler(
         watch.unary_stream, watch.request_deserializer, event_bytes_or_message)
+    handlers = guarded_handlers(taken.handlers, tokens, metrics)
     name = "schedd.v1.Scheduler"
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-        name, taken.handlers),))
-    server.add_registered_method_handlers(name, taken.handlers)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, handlers),))
+    server.add_registered_method_handlers(name, handlers)
 
