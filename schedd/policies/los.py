@@ -21,15 +21,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-import numpy as np
-
 from ..core.cluster import Cluster, NodePool
 from ..core.decisions import Decision, Start, WakeAt
 from ..core.job import Job
 from ..core.view import View
 from .backfill import EasyE, eligible_queue, releases
 from .base import NoOptions, Policy, PolicyError
-from .los_dp import basic_dp, choose_unit, job_units, reservation_dp, still_running_at_freeze
+from .los_dp import choose_unit, job_units, select
 
 INF = float("inf")
 
@@ -251,12 +249,12 @@ class LosFamily(Policy):
         if guard is not None:
             guard.take(state.now, job)
 
-    def _start_selection(self, state: PassState, window: Sequence[Job], chosen: np.ndarray,
+    def _start_selection(self, state: PassState, window: Sequence[Job], chosen: list[int],
                          guard: DedicatedGuard | None) -> set[int]:
         """Start the DP's choice in queue order; the guard may still refuse a job that
         would take a later dedicated job's nodes."""
         started = set()
-        for i in chosen.tolist():
+        for i in chosen:
             job = window[i]
             if self._may_start(state, job, guard):
                 self._start(state, job, guard)
@@ -268,9 +266,22 @@ class LosFamily(Policy):
         """Reservation_DP over `window` with the freeze at `fret` and `spare_units` free
         then, and start the choice."""
         self.counters["reservation_dp"] += 1
-        sizes = job_units([j.nodes for j in window], self.unit)
-        after = still_running_at_freeze(state.now, [j.walltime for j in window], fret)
-        chosen = reservation_dp(sizes, after, state.free_units, max(spare_units, 0))
+        # Reservation_DP on lists (los_dp.reservation_dp's arithmetic: sizes rounded up to
+        # units, a job still running at the freeze unless now + walltime < fret in floats)
+        unit, now, freeze = self.unit, float(state.now), float(fret)
+        sizes = [-(-j.nodes // unit) for j in window]
+        frozen = [size if now + float(j.walltime) >= freeze else 0
+                  for size, j in zip(sizes, window, strict=True)]
+        chosen = select(sizes, frozen, state.free_units, max(spare_units, 0))
+        return self._start_selection(state, window, chosen, guard)
+
+    def _basic_fill(self, state: PassState, window: Sequence[Job],
+                    guard: DedicatedGuard | None) -> set[int]:
+        """Basic_DP over `window` with the free units now, and start the choice."""
+        self.counters["basic_dp"] += 1
+        unit = self.unit
+        sizes = [-(-j.nodes // unit) for j in window]
+        chosen = select(sizes, [0] * len(sizes), state.free_units, 0)
         return self._start_selection(state, window, chosen, guard)
 
     def _head_reservation(self, state: PassState, head: Job, window: Sequence[Job],
@@ -279,10 +290,7 @@ class LosFamily(Policy):
         it (Algorithm 1 lines 12-20). A head that can never fit (nodes down): no freeze."""
         freeze = state.freeze_for(head.nodes)
         if freeze is None:
-            self.counters["basic_dp"] += 1
-            chosen = basic_dp(job_units([j.nodes for j in window], self.unit),
-                              state.free_units)
-            self._start_selection(state, window, chosen, guard)
+            self._basic_fill(state, window, guard)
             return
         fret, spare_nodes = freeze
         spare_units = (spare_nodes + head.nodes) // self.unit - state.units(head.nodes)
@@ -435,11 +443,7 @@ class DelayedLos(Los):
                 self._fill_around(state, batch, guard, dedicated)
                 return
             if head.nodes <= state.free:  # Algorithm 1 lines 6-11
-                self.counters["basic_dp"] += 1
-                window = batch[:lookahead]
-                chosen = basic_dp(job_units([j.nodes for j in window], self.unit),
-                                  state.free_units)
-                started = self._start_selection(state, window, chosen, guard)
+                started = self._basic_fill(state, batch[:lookahead], guard)
                 self._count_skip(head, started)
                 return
             self._fill_around(state, batch, guard, dedicated)  # lines 12-20: head too big
