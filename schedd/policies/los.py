@@ -192,18 +192,19 @@ class LosFamily(Policy):
         return dict(self.counters)
 
     # ------------------------------------------------------------------ queues
-    def _queues(self, view: View, decisions: list[Decision]) -> tuple[list[Job], list[Job]]:
+    def _queues(self, view: View, decisions: list[Decision]
+                ) -> tuple[Sequence[Job], list[Job]]:
         """(batch queue W^b, queued dedicated jobs, or none if no requested start is still
         ahead: then there is nothing to guard); asks to be woken at the next dedicated
         start."""
         if not self.dedicated:
-            return list(eligible_queue(view, decisions)), []
+            return eligible_queue(view, decisions), []  # no copy: _run does not change it
         now = view.now
         queue = view.queue
         dedicated = [j for j in queue if is_dedicated(j)] if view.has_requested_starts else []
         if not dedicated:
             self.moved.clear()
-            return list(queue), []
+            return queue, []
         waiting = {j.id: j for j in dedicated}
         self.moved = [jid for jid in self.moved if jid in waiting]
         due = sorted((j for j in dedicated if j.requested_start <= now and j.id not in
@@ -234,7 +235,7 @@ class LosFamily(Policy):
             self.counters["guard_refusals"] += guard.refusals
         return decisions + state.decisions
 
-    def _run(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
+    def _run(self, state: PassState, batch: Sequence[Job], guard: DedicatedGuard | None,
              dedicated: list[Job]) -> None:
         raise NotImplementedError
 
@@ -323,7 +324,7 @@ class EasyD(LosFamily):
     processes_eccs = False
     Options = NoOptions
 
-    def _run(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
+    def _run(self, state: PassState, batch: Sequence[Job], guard: DedicatedGuard | None,
              dedicated: list[Job]) -> None:
         now = state.now
         i = 0
@@ -371,24 +372,28 @@ class Los(LosFamily):
     summary = "Lookahead Optimizing Scheduler: head first, Reservation_DP around it (Table III)"
     processes_eccs = False
 
-    def _run(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
+    def _run(self, state: PassState, batch: Sequence[Job], guard: DedicatedGuard | None,
              dedicated: list[Job]) -> None:
-        while batch and state.free > 0:
-            head = batch[0]
+        # batch[k] is the head: each job started from the head moves it on (the queue
+        # itself is the engine's, not a copy, and is not changed)
+        for k in range(len(batch)):
+            if state.free <= 0:
+                return
+            head = batch[k]
             if self._may_start(state, head, guard):
                 self._start(state, head, guard)
-                batch.pop(0)
                 if self.wait_after_head:
                     return
                 continue
-            self._fill_around(state, batch, guard, dedicated)
+            self._fill_around(state, batch[k:k + self.lookahead], guard, dedicated)
             return
 
-    def _fill_around(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
-                     dedicated: list[Job]) -> None:
-        """The head stays waiting: fill the window behind it up to its reservation or, if
-        it fits but the guard holds it back, up to the first dedicated freeze."""
-        head, window = batch[0], batch[1:self.lookahead]
+    def _fill_around(self, state: PassState, window: Sequence[Job],
+                     guard: DedicatedGuard | None, dedicated: list[Job]) -> None:
+        """The head (window[0]) stays waiting: fill the window behind it up to its
+        reservation or, if it fits but the guard holds it back, up to the first dedicated
+        freeze."""
+        head, window = window[0], window[1:]
         if head.nodes <= state.free:
             self._dedicated_fill(state, window, guard, dedicated)
         else:
@@ -410,43 +415,44 @@ class DelayedLos(Los):
     summary = "Delayed-LOS: Basic_DP may skip the head up to C_s times (Algorithm 1)"
     Options = DelayedLosOptions
 
-    def _run(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
+    def _run(self, state: PassState, batch: Sequence[Job], guard: DedicatedGuard | None,
              dedicated: list[Job]) -> None:
         lookahead = self.lookahead
         cs = self.cs
-        while batch and state.free > 0:
-            head = batch[0]
+        for k in range(len(batch)):  # batch[k] is the head, as in Los._run
+            if state.free <= 0:
+                return
+            head = batch[k]
             if (head.nodes <= state.free and state.units(head.nodes) > state.free_units
                     and self._may_start(state, head, guard)):
                 # It fits the free nodes but not the rounded-down units, so no DP can pick
                 # it: start it rather than let rounding keep it waiting (maybe for ever).
                 self.counters["unit_starts"] += 1
                 self._start(state, head, guard)
-                batch.pop(0)
                 continue
             skips = self.scount.get(head.id, 0)
             if guard is not None and skips < cs:  # Algorithm 2 lines 8-33
                 self.counters["dedicated_dp"] += 1
                 freeze = self._dedicated_freeze(state, dedicated)
                 assert freeze is not None  # a guard exists only before a dedicated start
-                started = self._reservation_fill(state, batch[:lookahead], *freeze, guard)
+                started = self._reservation_fill(state, batch[k:k + lookahead], *freeze,
+                                                 guard)
                 self._count_skip(head, started)
                 return
             if skips >= cs:  # Algorithm 1 lines 3-5, Algorithm 2 lines 35-37
                 if self._may_start(state, head, guard):
                     self.counters["cs_starts"] += 1
                     self._start(state, head, guard)
-                    batch.pop(0)
                     if self.wait_after_head:
                         return
                     continue  # the activation is an event: schedule again
-                self._fill_around(state, batch, guard, dedicated)
+                self._fill_around(state, batch[k:k + lookahead], guard, dedicated)
                 return
             if head.nodes <= state.free:  # Algorithm 1 lines 6-11
-                started = self._basic_fill(state, batch[:lookahead], guard)
+                started = self._basic_fill(state, batch[k:k + lookahead], guard)
                 self._count_skip(head, started)
                 return
-            self._fill_around(state, batch, guard, dedicated)  # lines 12-20: head too big
+            self._fill_around(state, batch[k:k + lookahead], guard, dedicated)  # lines 12-20
             return
 
     def _count_skip(self, head: Job, started: set[int]) -> None:
