@@ -76,8 +76,11 @@ class RequestQuantile:
         self.seen: set[int] = set()
 
     def add(self, jobs: Sequence[Job]) -> None:
-        for job in jobs:
-            if job.id in self.seen:
+        seen = self.seen
+        # The queue is thousands deep and nearly all of it seen: filter it in one
+        # comprehension, then add the new requests in queue order as before.
+        for job in [j for j in jobs if j.id not in seen]:
+            if job.id in seen:
                 continue
             self.seen.add(job.id)
             x = job.walltime
@@ -211,17 +214,29 @@ class CkptBackfill(Policy):
                         decisions)
         return decisions
 
-    def _ordered(self, queue: Sequence[Job]) -> list[Job]:
+    def _ordered(self, queue: Sequence[Job]) -> Sequence[Job]:
         """The reserved job first, then checkpointed jobs in the order they were stopped,
-        then the queue in (submit, id) order."""
-        jobs = list(queue)
+        then the queue in (submit, id) order. The queue itself (not a copy) when nothing
+        goes first; only the few jobs that may go first are looked up in it."""
         if not self.first_in_line and self.reserved is None:
-            return jobs
-        waiting = {j.id: j for j in jobs}
+            return queue
+        wanted = set(self.first_in_line)
+        if self.reserved is not None:
+            wanted.add(self.reserved)
+        # One walk: the wanted jobs that wait, and the others in queue order (a wanted id
+        # that does not wait is in no job, so leaving out `wanted` leaves out the front).
+        waiting: dict[int, Job] = {}
+        rest: list[Job] = []
+        for job in queue:
+            if job.id in wanted:
+                waiting[job.id] = job
+            else:
+                rest.append(job)
+        if not waiting:
+            return queue
         front = [self.reserved] if self.reserved in waiting else []
         front += [j for j in self.first_in_line if j in waiting and j != self.reserved]
-        ahead = set(front)
-        return [waiting[j] for j in front] + [j for j in jobs if j.id not in ahead]
+        return [waiting[j] for j in front] + rest
 
     def _start(self, job: Job, runtime: float, shaved: float, backfill: bool,
                decisions: list[Decision]) -> None:
