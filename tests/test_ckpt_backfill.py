@@ -389,3 +389,24 @@ def test_ordered_queue_is_the_one_of_before(ids: list[int], stopped: list[int],
     queue = [_job(JobSpec(i, float(i), runtime=1, nodes=1, walltime=60.0)) for i in ids]
     got = policy._ordered(queue)  # type: ignore[attr-defined]
     assert [j.id for j in got] == [j.id for j in _ordered_as_before(queue, stopped, reserved)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(st.sampled_from([0, 1, 2, 5, 63, 64, 1000, (1 << 20) - 1, 1 << 20,
+                                     (1 << 20) + 7, 1 << 40, -1, -5])
+                    | st.integers(0, 3000), unique=True, min_size=1, max_size=40),
+       q=st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]), data=st.data())
+def test_online_quantile_with_any_job_ids(ids: list[int], q: float, data) -> None:  # noqa: ANN001
+    """Ids in the list of flags, past it, past its limit and negative (a set for those),
+    arriving in any order and seen again: the threshold is the sorted rank's."""
+    walltimes = {i: float(data.draw(st.integers(1, 50))) for i in ids}
+    quantile = RequestQuantile(q)
+    seen: set[int] = set()
+    for _ in range(4):
+        batch = data.draw(st.lists(st.sampled_from(ids), unique=True))
+        quantile.add([_job(JobSpec(i, 0, runtime=1, nodes=1, walltime=walltimes[i]))
+                      for i in batch])
+        seen.update(batch)
+        ranked = sorted(walltimes[i] for i in seen)
+        k = int(q * len(ranked))
+        assert quantile.value() == (ranked[k] if k < len(ranked) else float("inf"))

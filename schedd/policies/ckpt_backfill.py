@@ -32,6 +32,7 @@ from .backfill import eligible_queue, shadow_and_extra
 from .base import Policy, PolicyError
 
 INF = float("inf")
+FLAGGED_IDS = 1 << 20  # job ids RequestQuantile tracks in a list (8 MB at most; others: a set)
 
 
 @dataclass(frozen=True)
@@ -74,15 +75,31 @@ class RequestQuantile:
         self.below: list[float] = []  # the floor(q x n) smallest, negated (a max-heap)
         self.rest: list[float] = []  # the others (a min-heap)
         self.seen: set[int] = set()
+        # seen_flag[i]: job i was seen, for every seen id in 0..FLAGGED_IDS-1 (the list
+        # grows to cover each one as it is seen); other ids are only in `seen`. The test of
+        # a queue thousands deep, nearly all seen, each pass: an index, not a set lookup.
+        self.seen_flag: list[bool] = []
 
     def add(self, jobs: Sequence[Job]) -> None:
         seen = self.seen
-        # The queue is thousands deep and nearly all of it seen: filter it in one
-        # comprehension, then add the new requests in queue order as before.
-        for job in [j for j in jobs if j.id not in seen]:
+        flags = self.seen_flag
+        new: list[Job] = []
+        for job in jobs:
+            jid = job.id
+            if 0 <= jid < len(flags):
+                if not flags[jid]:
+                    new.append(job)
+            elif jid not in seen:
+                new.append(job)
+        for job in new:  # the new requests in queue order, as before
             if job.id in seen:
                 continue
-            self.seen.add(job.id)
+            seen.add(job.id)
+            if 0 <= job.id < FLAGGED_IDS:
+                if job.id >= len(flags):
+                    size = min(max(job.id + 1, 2 * len(flags)), FLAGGED_IDS)
+                    flags.extend([False] * (size - len(flags)))
+                flags[job.id] = True
             x = job.walltime
             if self.below and x < -self.below[0]:
                 heapq.heappush(self.below, -x)
@@ -227,9 +244,11 @@ class CkptBackfill(Policy):
         # that does not wait is in no job, so leaving out `wanted` leaves out the front).
         waiting: dict[int, Job] = {}
         rest: list[Job] = []
+        lo, hi = min(wanted), max(wanted)  # most ids are outside: no set lookup for them
         for job in queue:
-            if job.id in wanted:
-                waiting[job.id] = job
+            jid = job.id
+            if lo <= jid <= hi and jid in wanted:
+                waiting[jid] = job
             else:
                 rest.append(job)
         if not waiting:
