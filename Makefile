@@ -14,7 +14,7 @@ COMPILED := schedd/core/engine.py schedd/core/engine_state.py schedd/core/engine
             schedd/core/decisions.py schedd/core/spec_rows.py \
             schedd/policies/backfill.py schedd/policies/easy_plain.py schedd/policies/pool_profile.py \
             schedd/policies/agent_rows.py schedd/slurm/select.py \
-            schedd/slurm/backfill.py \
+            schedd/slurm/backfill.py schedd/policies/ckpt_backfill.py schedd/policies/wfp2.py \
             schedd/_row_text.c \
             schedd/traces/_whole_numbers.c schedd/core/_lowest_first.c \
             schedd/policies/_easy_plain.c

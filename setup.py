@@ -37,6 +37,8 @@ COMPILED = [
     "schedd/policies/pool_profile.py",
     "schedd/slurm/select.py",
     "schedd/slurm/backfill.py",
+    "schedd/policies/ckpt_backfill.py",
+    "schedd/policies/wfp2.py",
 ]
 
 

@@ -360,3 +360,53 @@ def test_every_job_runs_its_work_once_and_runs_are_deterministic(
             assert r[s.id]["first_start"] >= s.submit
     for name in results[0]:
         assert np.array_equal(results[0][name], results[1][name]), name
+
+
+def _ordered_as_before(queue: list[Job], first_in_line: list[int], reserved: int | None
+                       ) -> list[Job]:
+    """The queue order of the pass before it walked the queue once (the reference)."""
+    jobs = list(queue)
+    if not first_in_line and reserved is None:
+        return jobs
+    waiting = {j.id: j for j in jobs}
+    front = [reserved] if reserved in waiting else []
+    front += [j for j in first_in_line if j in waiting and j != reserved]
+    ahead = set(front)
+    return [waiting[j] for j in front] + [j for j in jobs if j.id not in ahead]
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids=st.lists(st.integers(1, 40), unique=True, max_size=30),
+       stopped=st.lists(st.integers(1, 45), max_size=8),
+       reserved=st.none() | st.integers(1, 45))
+def test_ordered_queue_is_the_one_of_before(ids: list[int], stopped: list[int],
+                                            reserved: int | None) -> None:
+    """Checkpointed and reserved jobs first, waiting or not (ids up to 45 are not all in
+    the queue), repeated or not: the same jobs in the same order as before."""
+    policy = make_policy("ckpt-backfill", [], NodePool(10))
+    policy.first_in_line = list(stopped)  # type: ignore[attr-defined]
+    policy.reserved = reserved  # type: ignore[attr-defined]
+    queue = [_job(JobSpec(i, float(i), runtime=1, nodes=1, walltime=60.0)) for i in ids]
+    got = policy._ordered(queue)  # type: ignore[attr-defined]
+    assert [j.id for j in got] == [j.id for j in _ordered_as_before(queue, stopped, reserved)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(st.sampled_from([0, 1, 2, 5, 63, 64, 1000, (1 << 20) - 1, 1 << 20,
+                                     (1 << 20) + 7, 1 << 40, -1, -5])
+                    | st.integers(0, 3000), unique=True, min_size=1, max_size=40),
+       q=st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]), data=st.data())
+def test_online_quantile_with_any_job_ids(ids: list[int], q: float, data) -> None:  # noqa: ANN001
+    """Ids in the list of flags, past it, past its limit and negative (a set for those),
+    arriving in any order and seen again: the threshold is the sorted rank's."""
+    walltimes = {i: float(data.draw(st.integers(1, 50))) for i in ids}
+    quantile = RequestQuantile(q)
+    seen: set[int] = set()
+    for _ in range(4):
+        batch = data.draw(st.lists(st.sampled_from(ids), unique=True))
+        quantile.add([_job(JobSpec(i, 0, runtime=1, nodes=1, walltime=walltimes[i]))
+                      for i in batch])
+        seen.update(batch)
+        ranked = sorted(walltimes[i] for i in seen)
+        k = int(q * len(ranked))
+        assert quantile.value() == (ranked[k] if k < len(ranked) else float("inf"))

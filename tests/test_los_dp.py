@@ -19,7 +19,9 @@ from schedd.policies.los_dp import (
     choose_unit,
     free_units,
     job_units,
+    knapsack_table,
     reservation_dp,
+    select,
     still_running_at_freeze,
 )
 
@@ -197,3 +199,62 @@ def test_still_running_at_freeze_counts_a_job_ending_at_the_freeze():
 def test_rejects_bad_input(call):
     with pytest.raises(ValueError):
         call()
+
+
+# The reduced problem and the reachable-sum walk (`select`) against the whole table
+# (`knapsack_table`, the DP as the papers fill it) on random windows: sizes drawn as
+# multiples of a common factor as on a deep Lublin queue (most sizes multiples of 16 units),
+# freeze sizes 0 or the size as Reservation_DP makes them, budgets around the window's sum.
+def _reference(sizes: list[int], freeze_sizes: list[int], capacity: int,
+               freeze_capacity: int) -> list[int]:
+    return knapsack_table(np.asarray(sizes, dtype=np.intp),
+                          np.asarray(freeze_sizes, dtype=np.intp), capacity,
+                          freeze_capacity).tolist()
+
+
+@st.composite
+def windows(draw, max_jobs=50, max_units=600):
+    factor = draw(st.sampled_from([1, 1, 2, 3, 16, 32]))
+    n = draw(st.integers(0, max_jobs))
+    sizes = [factor * draw(st.integers(0, max(max_units // factor // 4, 1))) for _ in range(n)]
+    after = [draw(st.booleans()) for _ in range(n)]
+    capacity = draw(st.integers(0, max_units))
+    freeze_capacity = draw(st.integers(0, max_units))
+    return sizes, [s if a else 0 for s, a in zip(sizes, after, strict=True)], capacity, \
+        freeze_capacity
+
+
+@settings(max_examples=500, deadline=None)
+@given(windows())
+def test_select_matches_the_whole_table(window):
+    sizes, freeze_sizes, capacity, freeze_capacity = window
+    assert select(sizes, freeze_sizes, capacity, freeze_capacity) == _reference(*window)
+
+
+@settings(max_examples=300, deadline=None)
+@given(windows(max_jobs=12, max_units=40))
+def test_select_matches_brute_force(window):
+    sizes, freeze_sizes, capacity, freeze_capacity = window
+    after = [f > 0 or s == 0 for s, f in zip(sizes, freeze_sizes, strict=True)]
+    assert select(sizes, freeze_sizes, capacity, freeze_capacity) == brute_force(
+        sizes, after, capacity, freeze_capacity)
+
+
+@settings(max_examples=300, deadline=None)
+@given(windows(max_jobs=20, max_units=60), st.integers(0, 60))
+def test_select_with_any_freeze_sizes_matches_the_whole_table(window, seed):
+    """Freeze sizes anywhere from 0 to the size (not only 0 or the size)."""
+    sizes, _, capacity, freeze_capacity = window
+    rng = np.random.default_rng(seed)
+    freeze_sizes = [int(rng.integers(0, s + 1)) for s in sizes]
+    assert select(sizes, freeze_sizes, capacity, freeze_capacity) == _reference(
+        sizes, freeze_sizes, capacity, freeze_capacity)
+
+
+def test_select_shortcuts_by_hand():
+    assert select([40, 50, 60], [0, 0, 0], 30, 0) == []  # nothing fits on its own
+    assert select([40, 10, 60, 20], [0, 10, 0, 0], 35, 10) == [1, 3]  # all that fit, fit
+    assert select([32, 48, 16], [0, 0, 0], 64, 0) == [1, 2]  # by 16s: 2, 3, 1 in 4
+    assert select([0, 7], [0, 7], 3, 3) == [0]
+    with pytest.raises(ValueError):  # the whole table's limit holds on the fast path too
+        select([1] * 1000, [1] * 1000, 10_000, 10_000)

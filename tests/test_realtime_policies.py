@@ -67,6 +67,7 @@ from schedd.policies.rt_common import (
     wfp2_order,
 )
 from schedd.policies.wcjs import Wcjs
+from schedd.policies.wfp2 import wfp2_order_keyed
 
 RUNNING, CHECKPOINTING, PREEMPTED, QUEUED = (JobState.RUNNING, JobState.CHECKPOINTING,
                                              JobState.PREEMPTED, JobState.QUEUED)
@@ -235,6 +236,29 @@ def test_wfp2_order_by_hand_with_ties():
     # The order does not depend on the input order.
     assert [j.id for j in wfp2_order(reversed(jobs), 16.0, 64)] == order
 
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.sampled_from([1, 2, 16, 64, 512, 1024]),
+                          st.sampled_from([1.0, 2.0, 60.0, 3600.0, 7200.5, 86400.0])),
+                max_size=60),
+       st.integers(0, 80), st.booleans(), st.sampled_from(["queue", "shuffled", "swap"]),
+       st.randoms(use_true_random=False))
+def test_wfp2_order_is_the_key_function_order(rows, later, fractional, arrival, rng):
+    """The compiled sort (schedd/policies/wfp2.py) against sorted() with the key function
+    on random queues: many equal scores (same submit, walltime and nodes), ids against
+    submit order; in (submit, id) order as the view's queue (the sort of scores alone), or
+    not (the tuple sort)."""
+    jobs = [job(i, submit + (0.25 if fractional else 0.0), nodes, walltime)
+            for i, (submit, nodes, walltime) in enumerate(rows)]
+    rng.shuffle(jobs)
+    if arrival != "shuffled":
+        jobs.sort(key=lambda j: (j.submit, j.id))
+        if arrival == "swap" and len(jobs) > 1:  # one pair out of order
+            i = rng.randrange(len(jobs) - 1)
+            jobs[i], jobs[i + 1] = jobs[i + 1], jobs[i]
+    now = 40.0 + later
+    fast = [j.id for j in wfp2_order(jobs, now, 1024)]
+    assert fast == [j.id for j in wfp2_order_keyed(jobs, now, 1024)]
 
 @pytest.mark.parametrize(("nodes", "walltime", "expected"), [
     (4096, 7200, "narrow-short"), (4096, 7201, "narrow-long"),

@@ -32,6 +32,7 @@ from .backfill import eligible_queue, shadow_and_extra
 from .base import Policy, PolicyError
 
 INF = float("inf")
+FLAGGED_IDS = 1 << 20  # job ids RequestQuantile tracks in a list (8 MB at most; others: a set)
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,31 @@ class RequestQuantile:
         self.below: list[float] = []  # the floor(q x n) smallest, negated (a max-heap)
         self.rest: list[float] = []  # the others (a min-heap)
         self.seen: set[int] = set()
+        # seen_flag[i]: job i was seen, for every seen id in 0..FLAGGED_IDS-1 (the list
+        # grows to cover each one as it is seen); other ids are only in `seen`. The test of
+        # a queue thousands deep, nearly all seen, each pass: an index, not a set lookup.
+        self.seen_flag: list[bool] = []
 
     def add(self, jobs: Sequence[Job]) -> None:
+        seen = self.seen
+        flags = self.seen_flag
+        new: list[Job] = []
         for job in jobs:
-            if job.id in self.seen:
+            jid = job.id
+            if 0 <= jid < len(flags):
+                if not flags[jid]:
+                    new.append(job)
+            elif jid not in seen:
+                new.append(job)
+        for job in new:  # the new requests in queue order, as before
+            if job.id in seen:
                 continue
-            self.seen.add(job.id)
+            seen.add(job.id)
+            if 0 <= job.id < FLAGGED_IDS:
+                if job.id >= len(flags):
+                    size = min(max(job.id + 1, 2 * len(flags)), FLAGGED_IDS)
+                    flags.extend([False] * (size - len(flags)))
+                flags[job.id] = True
             x = job.walltime
             if self.below and x < -self.below[0]:
                 heapq.heappush(self.below, -x)
@@ -211,17 +231,31 @@ class CkptBackfill(Policy):
                         decisions)
         return decisions
 
-    def _ordered(self, queue: Sequence[Job]) -> list[Job]:
+    def _ordered(self, queue: Sequence[Job]) -> Sequence[Job]:
         """The reserved job first, then checkpointed jobs in the order they were stopped,
-        then the queue in (submit, id) order."""
-        jobs = list(queue)
+        then the queue in (submit, id) order. The queue itself (not a copy) when nothing
+        goes first; only the few jobs that may go first are looked up in it."""
         if not self.first_in_line and self.reserved is None:
-            return jobs
-        waiting = {j.id: j for j in jobs}
+            return queue
+        wanted = set(self.first_in_line)
+        if self.reserved is not None:
+            wanted.add(self.reserved)
+        # One walk: the wanted jobs that wait, and the others in queue order (a wanted id
+        # that does not wait is in no job, so leaving out `wanted` leaves out the front).
+        waiting: dict[int, Job] = {}
+        rest: list[Job] = []
+        lo, hi = min(wanted), max(wanted)  # most ids are outside: no set lookup for them
+        for job in queue:
+            jid = job.id
+            if lo <= jid <= hi and jid in wanted:
+                waiting[jid] = job
+            else:
+                rest.append(job)
+        if not waiting:
+            return queue
         front = [self.reserved] if self.reserved in waiting else []
         front += [j for j in self.first_in_line if j in waiting and j != self.reserved]
-        ahead = set(front)
-        return [waiting[j] for j in front] + [j for j in jobs if j.id not in ahead]
+        return [waiting[j] for j in front] + rest
 
     def _start(self, job: Job, runtime: float, shaved: float, backfill: bool,
                decisions: list[Decision]) -> None:

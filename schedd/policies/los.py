@@ -21,15 +21,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-import numpy as np
-
 from ..core.cluster import Cluster, NodePool
 from ..core.decisions import Decision, Start, WakeAt
 from ..core.job import Job
 from ..core.view import View
 from .backfill import EasyE, eligible_queue, releases
 from .base import NoOptions, Policy, PolicyError
-from .los_dp import basic_dp, choose_unit, job_units, reservation_dp, still_running_at_freeze
+from .los_dp import choose_unit, job_units, select
 
 INF = float("inf")
 
@@ -194,18 +192,19 @@ class LosFamily(Policy):
         return dict(self.counters)
 
     # ------------------------------------------------------------------ queues
-    def _queues(self, view: View, decisions: list[Decision]) -> tuple[list[Job], list[Job]]:
+    def _queues(self, view: View, decisions: list[Decision]
+                ) -> tuple[Sequence[Job], list[Job]]:
         """(batch queue W^b, queued dedicated jobs, or none if no requested start is still
         ahead: then there is nothing to guard); asks to be woken at the next dedicated
         start."""
         if not self.dedicated:
-            return list(eligible_queue(view, decisions)), []
+            return eligible_queue(view, decisions), []  # no copy: _run does not change it
         now = view.now
         queue = view.queue
         dedicated = [j for j in queue if is_dedicated(j)] if view.has_requested_starts else []
         if not dedicated:
             self.moved.clear()
-            return list(queue), []
+            return queue, []
         waiting = {j.id: j for j in dedicated}
         self.moved = [jid for jid in self.moved if jid in waiting]
         due = sorted((j for j in dedicated if j.requested_start <= now and j.id not in
@@ -236,7 +235,7 @@ class LosFamily(Policy):
             self.counters["guard_refusals"] += guard.refusals
         return decisions + state.decisions
 
-    def _run(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
+    def _run(self, state: PassState, batch: Sequence[Job], guard: DedicatedGuard | None,
              dedicated: list[Job]) -> None:
         raise NotImplementedError
 
@@ -251,12 +250,12 @@ class LosFamily(Policy):
         if guard is not None:
             guard.take(state.now, job)
 
-    def _start_selection(self, state: PassState, window: Sequence[Job], chosen: np.ndarray,
+    def _start_selection(self, state: PassState, window: Sequence[Job], chosen: list[int],
                          guard: DedicatedGuard | None) -> set[int]:
         """Start the DP's choice in queue order; the guard may still refuse a job that
         would take a later dedicated job's nodes."""
         started = set()
-        for i in chosen.tolist():
+        for i in chosen:
             job = window[i]
             if self._may_start(state, job, guard):
                 self._start(state, job, guard)
@@ -268,9 +267,22 @@ class LosFamily(Policy):
         """Reservation_DP over `window` with the freeze at `fret` and `spare_units` free
         then, and start the choice."""
         self.counters["reservation_dp"] += 1
-        sizes = job_units([j.nodes for j in window], self.unit)
-        after = still_running_at_freeze(state.now, [j.walltime for j in window], fret)
-        chosen = reservation_dp(sizes, after, state.free_units, max(spare_units, 0))
+        # Reservation_DP on lists (los_dp.reservation_dp's arithmetic: sizes rounded up to
+        # units, a job still running at the freeze unless now + walltime < fret in floats)
+        unit, now, freeze = self.unit, float(state.now), float(fret)
+        sizes = [-(-j.nodes // unit) for j in window]
+        frozen = [size if now + float(j.walltime) >= freeze else 0
+                  for size, j in zip(sizes, window, strict=True)]
+        chosen = select(sizes, frozen, state.free_units, max(spare_units, 0))
+        return self._start_selection(state, window, chosen, guard)
+
+    def _basic_fill(self, state: PassState, window: Sequence[Job],
+                    guard: DedicatedGuard | None) -> set[int]:
+        """Basic_DP over `window` with the free units now, and start the choice."""
+        self.counters["basic_dp"] += 1
+        unit = self.unit
+        sizes = [-(-j.nodes // unit) for j in window]
+        chosen = select(sizes, [0] * len(sizes), state.free_units, 0)
         return self._start_selection(state, window, chosen, guard)
 
     def _head_reservation(self, state: PassState, head: Job, window: Sequence[Job],
@@ -279,10 +291,7 @@ class LosFamily(Policy):
         it (Algorithm 1 lines 12-20). A head that can never fit (nodes down): no freeze."""
         freeze = state.freeze_for(head.nodes)
         if freeze is None:
-            self.counters["basic_dp"] += 1
-            chosen = basic_dp(job_units([j.nodes for j in window], self.unit),
-                              state.free_units)
-            self._start_selection(state, window, chosen, guard)
+            self._basic_fill(state, window, guard)
             return
         fret, spare_nodes = freeze
         spare_units = (spare_nodes + head.nodes) // self.unit - state.units(head.nodes)
@@ -315,7 +324,7 @@ class EasyD(LosFamily):
     processes_eccs = False
     Options = NoOptions
 
-    def _run(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
+    def _run(self, state: PassState, batch: Sequence[Job], guard: DedicatedGuard | None,
              dedicated: list[Job]) -> None:
         now = state.now
         i = 0
@@ -363,24 +372,28 @@ class Los(LosFamily):
     summary = "Lookahead Optimizing Scheduler: head first, Reservation_DP around it (Table III)"
     processes_eccs = False
 
-    def _run(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
+    def _run(self, state: PassState, batch: Sequence[Job], guard: DedicatedGuard | None,
              dedicated: list[Job]) -> None:
-        while batch and state.free > 0:
-            head = batch[0]
+        # batch[k] is the head: each job started from the head moves it on (the queue
+        # itself is the engine's, not a copy, and is not changed)
+        for k in range(len(batch)):
+            if state.free <= 0:
+                return
+            head = batch[k]
             if self._may_start(state, head, guard):
                 self._start(state, head, guard)
-                batch.pop(0)
                 if self.wait_after_head:
                     return
                 continue
-            self._fill_around(state, batch, guard, dedicated)
+            self._fill_around(state, batch[k:k + self.lookahead], guard, dedicated)
             return
 
-    def _fill_around(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
-                     dedicated: list[Job]) -> None:
-        """The head stays waiting: fill the window behind it up to its reservation or, if
-        it fits but the guard holds it back, up to the first dedicated freeze."""
-        head, window = batch[0], batch[1:self.lookahead]
+    def _fill_around(self, state: PassState, window: Sequence[Job],
+                     guard: DedicatedGuard | None, dedicated: list[Job]) -> None:
+        """The head (window[0]) stays waiting: fill the window behind it up to its
+        reservation or, if it fits but the guard holds it back, up to the first dedicated
+        freeze."""
+        head, window = window[0], window[1:]
         if head.nodes <= state.free:
             self._dedicated_fill(state, window, guard, dedicated)
         else:
@@ -402,47 +415,44 @@ class DelayedLos(Los):
     summary = "Delayed-LOS: Basic_DP may skip the head up to C_s times (Algorithm 1)"
     Options = DelayedLosOptions
 
-    def _run(self, state: PassState, batch: list[Job], guard: DedicatedGuard | None,
+    def _run(self, state: PassState, batch: Sequence[Job], guard: DedicatedGuard | None,
              dedicated: list[Job]) -> None:
         lookahead = self.lookahead
         cs = self.cs
-        while batch and state.free > 0:
-            head = batch[0]
+        for k in range(len(batch)):  # batch[k] is the head, as in Los._run
+            if state.free <= 0:
+                return
+            head = batch[k]
             if (head.nodes <= state.free and state.units(head.nodes) > state.free_units
                     and self._may_start(state, head, guard)):
                 # It fits the free nodes but not the rounded-down units, so no DP can pick
                 # it: start it rather than let rounding keep it waiting (maybe for ever).
                 self.counters["unit_starts"] += 1
                 self._start(state, head, guard)
-                batch.pop(0)
                 continue
             skips = self.scount.get(head.id, 0)
             if guard is not None and skips < cs:  # Algorithm 2 lines 8-33
                 self.counters["dedicated_dp"] += 1
                 freeze = self._dedicated_freeze(state, dedicated)
                 assert freeze is not None  # a guard exists only before a dedicated start
-                started = self._reservation_fill(state, batch[:lookahead], *freeze, guard)
+                started = self._reservation_fill(state, batch[k:k + lookahead], *freeze,
+                                                 guard)
                 self._count_skip(head, started)
                 return
             if skips >= cs:  # Algorithm 1 lines 3-5, Algorithm 2 lines 35-37
                 if self._may_start(state, head, guard):
                     self.counters["cs_starts"] += 1
                     self._start(state, head, guard)
-                    batch.pop(0)
                     if self.wait_after_head:
                         return
                     continue  # the activation is an event: schedule again
-                self._fill_around(state, batch, guard, dedicated)
+                self._fill_around(state, batch[k:k + lookahead], guard, dedicated)
                 return
             if head.nodes <= state.free:  # Algorithm 1 lines 6-11
-                self.counters["basic_dp"] += 1
-                window = batch[:lookahead]
-                chosen = basic_dp(job_units([j.nodes for j in window], self.unit),
-                                  state.free_units)
-                started = self._start_selection(state, window, chosen, guard)
+                started = self._basic_fill(state, batch[k:k + lookahead], guard)
                 self._count_skip(head, started)
                 return
-            self._fill_around(state, batch, guard, dedicated)  # lines 12-20: head too big
+            self._fill_around(state, batch[k:k + lookahead], guard, dedicated)  # lines 12-20
             return
 
     def _count_skip(self, head: Job, started: set[int]) -> None:
