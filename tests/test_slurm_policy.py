@@ -504,3 +504,52 @@ def test_the_backfill_phase_is_the_one_the_log_starts_with(tmp_path: Path) -> No
                    "1|4|COMPLETED|SchedBackfill" for j, b in enumerate(starts)],
         "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=5\n")
     assert policy.options.bf_phase == 1.0, said
+
+
+def test_a_late_submission_is_seen_in_the_next_second(tmp_path: Path) -> None:
+    # Job 1 holds 3 of 4 nodes until 20; job 3 (1 node, submitted at 5) fits beside. The
+    # background thread's pass in second 5 starts it, unless the submission came after
+    # that tick (submit_after_tick): then second 6's. With job 2 (3 nodes) waiting ahead
+    # of it, the main scheduler stops at job 2 and only backfill can start job 3 before
+    # job 1 ends: at the cycle of second 5, unless the submission came after it
+    # (submit_after_backfill): then at second 6's (cycles every second while there is
+    # news).
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    jobs = [job(setup, 1, 0, 20, nodes=3), job(setup, 3, 5, 10, nodes=1)]
+    assert starts(run(setup, jobs)[0]) == {1: 0.0, 3: 5.0}
+    engine, _ = run(setup, jobs, submit_after_tick=1.0)
+    assert starts(engine) == {1: 1.0, 3: 6.0}  # job 1's submission too: seen at 1
+    assert engine.finished[3].submit == 5.0  # its wait counts from its submission
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=1,batch_sched_delay=30\n")
+    jobs = [job(setup, 1, 0, 20, nodes=3), job(setup, 2, 0, 10, nodes=3),
+            job(setup, 3, 5, 10, nodes=1, limit=10)]
+    engine, policy = run(setup, jobs)
+    assert starts(engine)[3] == 5.0 and policy.started_by[3] == "backfill"
+    engine, policy = run(setup, jobs, submit_after_backfill=1.0)
+    assert starts(engine)[3] == 6.0 and policy.started_by[3] == "backfill"
+
+
+@pytest.mark.parametrize("flag, same, after, late", [
+    ("SchedBackfill", 0, 8, 1.0), ("SchedBackfill", 1, 8, 1.0),
+    ("SchedBackfill", 4, 6, 0.0), ("SchedBackfill", 2, 2, None),
+    ("SchedMain", 0, 6, 1.0), ("SchedMain", 3, 3, 0.0)])
+def test_late_submissions_are_read_off_the_logs_quick_starts(
+        tmp_path: Path, flag: str, same: int, after: int, late: float | None) -> None:
+    # A job started in its submission's second needs a pass of that second after the
+    # submission: none (or one in six) among those a thread started within a second says
+    # the submissions came after that thread's turn; fewer than five such jobs say nothing.
+    rows = []
+    for j in range(same + after):
+        wait = 0 if j < same else 1
+        sub = 10 * j + 3
+        rows.append(f"{j + 1}|{at_second(sub)}|{at_second(sub + wait)}|"
+                    f"{at_second(sub + wait + 5)}|00:01:00|1|4|COMPLETED|{flag}")
+    policy, said = bound_to_log(tmp_path, rows, "SchedulerType=sched/backfill\n"
+                                "SchedulerParameters=bf_interval=2\n")
+    option = ("submit_after_backfill" if flag == "SchedBackfill" else "submit_after_tick")
+    if late is None:
+        assert getattr(policy.options, option) == -1.0
+    else:
+        assert getattr(policy.options, option) == late, said
+        assert said is not None and ("after the " if late else "before the ") in said

@@ -74,6 +74,24 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
             out["bf_phase"] = phase
             said.append(f"backfill cycles {phase:g} s past each {interval:g} s "
                         f"({hits} of the first {len(first)} backfilled starts)")
+    if started_by is not None:
+        # A job started in its submission's second needs a pass of that second after the
+        # submission: a backfill cycle, or the background thread's tick. Where none ever
+        # did (one in six at most), though many started in the next second, the
+        # submissions came after that thread's turn in their second.
+        for option, how, name in (("submit_after_backfill", 3, "backfill cycle"),
+                                  ("submit_after_tick", 2, "background tick")):
+            if getattr(options, option) >= 0 or (how == 3 and not conf.sched.backfill):
+                continue
+            by = (started_by == how) & (cols["wait"] >= 0)
+            same = int(((cols["wait"] == 0) & by).sum())
+            after = int(((cols["wait"] == 1) & by).sum())
+            if same + after >= 5:
+                late = same * 6 <= same + after
+                out[option] = 1.0 if late else 0.0
+                said.append(f"submissions {'after' if late else 'before'} the {name} of "
+                            f"their second ({same} jobs it started in it, {after} in the "
+                            "next)")
     if options.boot < 0 and started_by is not None:
         # The first job (by submission) started by the main scheduler before
         # batch_sched_delay had passed: the background thread's last pass was that long
@@ -95,7 +113,8 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
     if not said:
         return out, None
     return out, ("read off the log: " + "; ".join(said)
-                 + " (--opt bf_phase=S / check_phase=S / boot=S to set them)")
+                 + " (--opt bf_phase=S / check_phase=S / boot=S / submit_after_backfill=0|1 / "
+                 "submit_after_tick=0|1 to set them)")
 
 
 def cluster_of(conf: SlurmConf) -> CpuNodes:

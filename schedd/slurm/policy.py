@@ -93,6 +93,14 @@ class SlurmOptions:
         "help": "seconds past a multiple of bf_interval (from time 0) at which backfill "
                 "cycles fall while there is work (-1: from boot; simulate infers it from "
                 "an imported log's backfilled starts)"})
+    submit_after_backfill: float = field(default=-1.0, metadata={
+        "help": "1: submissions come after the backfill cycle of their second, which sees "
+                "them only in the next; 0: before it (-1: simulate reads it off an imported "
+                "log's backfilled starts, else 0)"})
+    submit_after_tick: float = field(default=-1.0, metadata={
+        "help": "1: submissions come after the background thread's tick of their second "
+                "too: nothing sees them before the next second; 0: before it (-1: simulate "
+                "reads it off an imported log's main-scheduler starts, else 0)"})
     check_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of 30 s at which time limits are checked (-1: from "
                 "boot; simulate infers it from an imported log's time-outs)"})
@@ -258,6 +266,7 @@ class SlurmPolicy(Policy):
         # COMPLETING, which IS_JOB_COMPLETED excludes (job_scheduler.c
         # `_test_job_dependency_common`), so their dependants wait for the epilog.
         self.completing: dict[int, JobState] = {}
+        self.next_submission: float | None = None  # a late submission's turn
         self.last_seen: tuple[float, int] = (-math.inf, -1)
         self.seq = 0
         # The controller has been up since before time 0: its threads are in their
@@ -415,6 +424,15 @@ class SlurmPolicy(Policy):
         if not new:
             return []
         new.reverse()
+        if self.options.submit_after_tick > 0:
+            # Seen in the second after the submission's (its own came after the cycle
+            # and the tick); the rest wait for their turn (_wake).
+            due = [job for job in new if job.submit + 1.0 <= now + _EPS]
+            self.next_submission = min((job.submit + 1.0 for job in new
+                                        if job.submit + 1.0 > now + _EPS), default=None)
+            new = due
+            if not new:
+                return []
         self.last_seen = max(last, max((job.submit, job.id) for job in new))
         out = []
         for job in new:
@@ -751,6 +769,9 @@ class SlurmPolicy(Policy):
         self.bf_update = None
         self.bf_changed = False
         queue = self._queue(now)
+        if self.options.submit_after_backfill > 0:
+            # Submitted in this second, after this cycle: the next one sees them.
+            queue = [p for p in queue if p.job.submit + 1.0 <= now + _EPS]
         for p in queue[:sched.bf_max_job_test]:
             p.tested = True
         # backfill_cycle's first test, made here before the candidates and the running
@@ -866,6 +887,8 @@ class SlurmPolicy(Policy):
             if begin > now:
                 times.append(begin)
         times.extend(item[0] for item in self.releasing)
+        if self.next_submission is not None and self.next_submission > now:
+            times.append(self.next_submission)
         if times:
             wake = min(times)
             if wake > now:
