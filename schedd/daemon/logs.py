@@ -1,7 +1,7 @@
 """structlog setup: JSON lines by default, console rendering on a terminal.
 
 Request context (rpc method, user, job id, stimulus id) comes from contextvars bound by the
-gRPC interceptor and the handlers, merged into every line.
+checks wrapped around every gRPC method (interceptor.py) and the handlers, merged into every line.
 """
 
 from __future__ import annotations
