@@ -64,11 +64,11 @@ KNOWN_GAPS = {
                                       "of its last second, which see its nodes only a "
                                       "second later; without sub-second phases the "
                                       "emulation frees them at its end",
-    ("multifactor-fs", "consensus total"): "multifactor-fs/r7: job 4's nodes come back at "
-                                           "85 s, at 86 s in Slurm (sacct's whole "
+    ("multifactor-fs", "consensus total"): "multifactor-fs/r7 and r8: job 4's nodes come "
+                                           "back at 85 s, at 86 s in Slurm (sacct's whole "
                                            "seconds); the passes of second 85 start jobs "
-                                           "5, 6, 8 and 11 but not 7, which waits until "
-                                           "501 s (Slurm: 86 s)",
+                                           "5, 6, 8 and 11 but not 7, which waits 478 s "
+                                           "(Slurm: 63 s)",
     ("partitions", "consensus total"): "jobs 21 and 22 of every run: job 17 ends just "
                                        "after its last second's background tick (Slurm "
                                        "starts 18 and 19 a second later), where the "
