@@ -149,6 +149,44 @@ def test_a_job_that_exits_by_itself_queues_a_pass_for_the_background_thread(
     assert starts(engine) == {1: 0.0, 2: 101.0, 3: 101.0}
 
 
+def test_a_short_job_the_background_thread_started_ends_after_its_tick(
+        tmp_path: Path) -> None:
+    # The background thread loops on ten 100 ms sleeps plus its work: its tick comes
+    # tick_drift (1.3 ms) later each second. A job one of its passes started runs from
+    # `launch` (30 ms) past that pass's phase, so after R seconds it ends launch - R x
+    # tick_drift past the tick of its last second: after it when R < 23 s. Then that
+    # tick does not see the agent's request; the next second's does.
+    # Job 1 (all 4 nodes) starts at the tick of 0; job 2's submission has the tick of 5
+    # run a pass, which can't start it; job 1 ends at 10 (10 s: 30 ms > 13 ms, after the
+    # tick), so job 2 starts at the tick of 11.
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n", nodes=NODES)
+    short = [job(setup, 1, 0, 10, nodes=4), job(setup, 2, 5, 50, nodes=2)]
+    engine, policy = run(setup, short)
+    assert starts(engine) == {1: 0.0, 2: 11.0}
+    assert policy.started_by == {1: "main", 2: "main"}
+    # Ended after 100 s (30 ms < 130 ms), job 1 ends before the tick of its last second.
+    long = [job(setup, 1, 0, 100, nodes=4), job(setup, 2, 5, 50, nodes=2)]
+    engine, _ = run(setup, long)
+    assert starts(engine) == {1: 0.0, 2: 100.0}
+    # launch 0 takes every end as before its second's tick (the model before).
+    engine, _ = run(setup, short, launch=0.0)
+    assert starts(engine) == {1: 0.0, 2: 10.0}
+    # The cut-off is launch / tick_drift: 10 s x 4 ms = 40 ms > 30 ms, before the tick.
+    engine, _ = run(setup, short, tick_drift=0.004)
+    assert starts(engine) == {1: 0.0, 2: 10.0}
+    # Only the starting thread's phase is known: a job the backfill agent started ends at
+    # a place in the second unknown against the tick, taken as before it. Job 1 is
+    # started by the first backfill cycle (boot 0: the background thread has just run),
+    # ends at 11 and job 2 starts at that second's tick.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\n", nodes=NODES)
+    jobs = [job(setup, 1, 0, 10, nodes=4), job(setup, 2, 5, 50, nodes=2)]
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0)
+    assert policy.started_by[1] == "backfill"
+    assert starts(engine)[1] == 1.0
+    assert starts(engine)[2] == 11.0 and policy.started_by[2] == "main"
+
+
 def test_the_main_scheduler_stops_a_partition_at_its_first_blocked_job(tmp_path: Path) -> None:
     # Job 2 (4 nodes) cannot start while job 1 runs; job 3 (1 node) would fit, but the
     # main scheduler does not look past 2 in its partition. Without backfill it waits.

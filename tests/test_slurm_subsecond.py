@@ -80,3 +80,28 @@ def test_debug_flags_raise_slurmctlds_level_to_where_log_flag_prints() -> None:
     out = slurm_reference.with_debug_flags(conf, "TraceJobs,Backfill").splitlines()
     assert out == ["SchedulerType=sched/backfill", "SlurmctldDebug=verbose",
                    "DebugFlags=TraceJobs,Backfill"]
+
+
+def test_the_background_ticks_drift_and_where_its_jobs_end_against_it() -> None:
+    # Three passes of the background thread (main starts not within 60 ms of a release)
+    # at .100 of second 10, .110 of 18 and .120 of 26: 1.25 ms later each second. Job 2,
+    # started at the second pass, slept 5 s and ended 30 ms past its start's phase: the
+    # tick at 23 is at about .116, so the end (.140) came after it. Job 3, started at the
+    # third pass, slept 60 s: its tick at 86 is at .195, after the end (.150). Job 5 was
+    # started 10 ms after job 4's release: the epilog message's pass, not a tick.
+    rows = [(10.100, "start_main", "1"), (18.110, "start_main", "2"),
+            (23.140, "end", "2"), (26.120, "start_main", "3"), (40.000, "end", "4"),
+            (40.002, "release", "4"), (40.012, "start_main", "5"), (86.150, "end", "3"),
+            (99.000, "end", "5")]
+    s = slurm_subsecond.analyse(rows, {"2": 5.0, "3": 60.0, "5": 58.95})
+    assert slurm_subsecond.tick_passes([10.1, 18.11, 26.12, 40.012], [40.002]) == [
+        10.1, 18.11, 26.12]
+    assert s.tick_drift == [pytest.approx(0.00125, abs=2e-6)] * 2
+    assert s.tick_ends == [(pytest.approx(5.03), True), (pytest.approx(60.03), False)]
+    assert s.launch["tick"] == [pytest.approx(0.03), pytest.approx(0.03)]
+    assert s.launch["main"] == [pytest.approx(0.038)]
+    lines = slurm_subsecond.report("hand-written", s)
+    assert "jobs a background tick started, running under 20 s: 1/1 ended after the " \
+           "tick of their last second" in lines
+    assert "jobs a background tick started, running 20 s or more: 0/1 ended after the " \
+           "tick of their last second" in lines
