@@ -65,11 +65,6 @@ KNOWN_GAPS = {
                                       "rule for the tick (launch / tick_drift = 23 s) "
                                       "puts a 25 s job's end before it, and an end's "
                                       "place against the backfill cycle is not modelled",
-    ("multifactor-fs", "consensus total"): "multifactor-fs/r7 and r8: job 4's nodes come "
-                                           "back at 85 s, at 86 s in Slurm (sacct's whole "
-                                           "seconds); the passes of second 85 start jobs "
-                                           "5, 6, 8 and 11 but not 7, which waits 478 s "
-                                           "(Slurm: 63 s)",
 }
 
 

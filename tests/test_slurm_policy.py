@@ -568,6 +568,55 @@ def test_a_late_submission_is_seen_in_the_next_second(tmp_path: Path) -> None:
     assert starts(engine)[3] == 6.0 and policy.started_by[3] == "backfill"
 
 
+def test_a_job_backfill_started_ends_after_the_tick_where_cycles_come_later(
+        tmp_path: Path) -> None:
+    # Where the backfill agent's cycles fall later in the second than the background
+    # thread's tick, a job a cycle started ends (its launch time past the cycle's phase)
+    # after the tick of its last second: that tick does not see it, the next does.
+    # Job 1 is started by the first backfill cycle (1 s: boot 0, the background thread
+    # has just run) and ends at 13, a second without a cycle (they come at 6, 11, 16);
+    # job 2, submitted at 5, waits for its nodes: the tick of 14 starts it.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\n", nodes=NODES)
+    jobs = [job(setup, 1, 0, 12, nodes=4), job(setup, 2, 5, 50, nodes=2)]
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0, backfill_after_tick=1.0)
+    assert policy.started_by[1] == "backfill" and starts(engine)[1] == 1.0
+    assert starts(engine)[2] == 14.0 and policy.started_by[2] == "main"
+    # Taken as before the tick (the default where nothing says otherwise): 13.
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0)
+    assert starts(engine)[2] == 13.0 and policy.started_by[2] == "main"
+
+
+def test_backfill_after_the_tick_is_read_off_submissions_between_them(
+        tmp_path: Path) -> None:
+    # Submissions the tick of their own second never started (it came before them) but
+    # that second's backfill cycle did: the cycle comes after the tick in the second.
+    rows = []
+    for j in range(12):
+        flag, wait = ("SchedBackfill", 0) if j % 2 else ("SchedMain", 1)
+        sub = 10 * j + 3
+        rows.append(f"{j + 1}|{at_second(sub)}|{at_second(sub + wait)}|"
+                    f"{at_second(sub + wait + 5)}|00:01:00|1|4|COMPLETED|{flag}")
+    conf = "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=2\n"
+    policy, said = bound_to_log(tmp_path, rows, conf)
+    assert policy.options.submit_after_tick == 1.0
+    assert policy.options.submit_after_backfill == 0.0
+    assert policy.options.backfill_after_tick == 1.0
+    assert said is not None and "backfill cycles later in the second" in said
+    # Given, it is left alone; with the submissions' order against the tick unknown,
+    # nothing is read.
+    policy, _ = bound_to_log(tmp_path, rows, conf, backfill_after_tick=0.0)
+    assert policy.options.backfill_after_tick == 0.0
+    policy, _ = bound_to_log(tmp_path, rows[:4], conf)
+    assert policy.options.backfill_after_tick == -1.0
+    # Nothing said about the cycle (too few quick backfilled starts): the emulation takes
+    # submissions as before it, and so the cycle as after the tick.
+    mains = [row for row in rows if row.endswith("SchedMain")]
+    policy, _ = bound_to_log(tmp_path, mains, conf)
+    assert policy.options.submit_after_backfill == -1.0
+    assert policy.options.backfill_after_tick == 1.0
+
+
 @pytest.mark.parametrize("flag, same, after, late", [
     ("SchedBackfill", 0, 8, 1.0), ("SchedBackfill", 1, 8, 1.0),
     ("SchedBackfill", 4, 6, 0.0), ("SchedBackfill", 2, 2, None),

@@ -101,6 +101,12 @@ class SlurmOptions:
         "help": "1: submissions come after the background thread's tick of their second "
                 "too: nothing sees them before the next second; 0: before it (-1: simulate "
                 "reads it off an imported log's main-scheduler starts, else 0)"})
+    backfill_after_tick: float = field(default=-1.0, metadata={
+        "help": "1: backfill cycles come later in the second than the background "
+                "thread's tick, so a job a cycle started ends after the tick of its last "
+                "second, which sees it only a second later; 0: before it (-1: simulate "
+                "reads it off an imported log, where submissions came after the tick and "
+                "before the cycle, else 0)"})
     check_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of 30 s at which time limits are checked (-1: from "
                 "boot; simulate infers it from an imported log's time-outs)"})
@@ -412,11 +418,13 @@ class SlurmPolicy(Policy):
         `tick_drift` later each second; a job one of its passes started ends `launch`
         past that pass's phase (its processes start that long after the allocation).
         So a short job ends just after the tick of its last second, a long one before.
-        Only the starting thread's phase is known this way: an end's place against the
-        other threads' instants is not, and is taken as before them."""
+        A job a backfill cycle started ends `launch` past that cycle's phase: after the
+        tick where the cycles come later in the second (`backfill_after_tick`), else
+        taken as before it."""
         opts = self.options
-        return (run.by_tick and opts.launch > 0
-                and opts.launch > opts.tick_drift * (now - run.start))
+        if run.by_tick:
+            return opts.launch > 0 and opts.launch > opts.tick_drift * (now - run.start)
+        return opts.backfill_after_tick > 0 and self.started_by.get(run.id) == _BACKFILL
 
     def _release(self, now: float) -> bool:
         """Give back the nodes of jobs whose epilog is done by now (job_epilog_complete);
