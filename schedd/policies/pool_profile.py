@@ -4,9 +4,35 @@ earliest-start search is the policy's inner loop; the same source runs as plain 
 
 from __future__ import annotations
 
-import bisect
+import heapq
 import math
 from collections.abc import Sequence
+
+from ..core.job import Job
+
+
+def _left(a: list[float], x: float) -> int:
+    """bisect.bisect_left on floats, compiled (no comparison of boxed floats)."""
+    lo, hi = 0, len(a)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _right(a: list[float], x: float) -> int:
+    """bisect.bisect_right on floats, compiled."""
+    lo, hi = 0, len(a)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 class PoolProfile:
@@ -57,13 +83,13 @@ class PoolProfile:
         i = 0
         walls = self._walls.get(nodes)
         if walls is not None and not now_only:
-            r = bisect.bisect_right(walls, walltime) - 1
+            r = _right(walls, walltime) - 1
             if r >= 0:
                 after = self._after[nodes][r]
                 if after == math.inf:
                     return None
                 if after > times[0]:
-                    i = bisect.bisect_left(times, after)
+                    i = _left(times, after)
         last = 1 if now_only else n
         while i < last:
             if free[i] < nodes:
@@ -90,7 +116,7 @@ class PoolProfile:
             self._after[nodes] = [after]
             return
         afters = self._after[nodes]
-        r = bisect.bisect_right(walls, walltime)
+        r = _right(walls, walltime)
         if r > 0 and afters[r - 1] >= after:
             return  # a shorter or equal walltime already starts as late
         # Entries at least as long that start no later are now implied: drop them.
@@ -106,7 +132,7 @@ class PoolProfile:
         """Take `nodes` from breakpoint `i` until `end` (a breakpoint is added at `end`)."""
         times = self.times
         free = self.free
-        k = bisect.bisect_left(times, end)
+        k = _left(times, end)
         if k == len(times) or times[k] != end:
             times.insert(k, end)
             free.insert(k, free[k - 1])
@@ -117,8 +143,40 @@ class PoolProfile:
         """Forget the profile before `now` (>= times[0]); now becomes the first breakpoint."""
         self._walls = {}  # the profile may have gained nodes since
         self._after = {}
-        k = bisect.bisect_right(self.times, now) - 1
+        k = _right(self.times, now) - 1
         if k > 0:
             del self.times[:k]
             del self.free[:k]
         self.times[0] = now
+
+
+def plan_queue(profile: PoolProfile, queue: Sequence[Job], first: int, now: float,
+               planned: list[Job], heap: list[tuple[float, int, Job]], count: int,
+               ends: dict[float, int]) -> tuple[list[Job], int]:
+    """Conservative's kept-plan loop (`Conservative._kept_pass`) over `queue[first:]`, in
+    queue order until nothing is free now: each job reserved at its earliest start. Jobs
+    whose reservation is now are returned (in order; their predicted ends added to
+    `ends`), the others appended to `planned` and pushed on `heap` as (start, plan order,
+    job) from plan order `count` on (the next count is returned). Compiled: the loop of a
+    re-plan over a deep queue."""
+    times, free = profile.times, profile.free
+    started: list[Job] = []
+    for k in range(first, len(queue)):
+        if free[0] == 0:
+            break
+        job = queue[k]
+        start_i = profile.earliest(job.nodes, job.walltime)
+        if start_i is None:
+            planned.append(job)
+            continue
+        start = times[start_i]
+        if start_i == 0:
+            started.append(job)
+            end = now + job.walltime
+            ends[end] = ends.get(end, 0) + job.nodes
+        else:
+            planned.append(job)
+            heapq.heappush(heap, (start, count, job))
+            count += 1
+        profile.reserve(start_i, start + job.walltime, job.nodes)
+    return started, count
