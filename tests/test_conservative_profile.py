@@ -194,3 +194,63 @@ def test_a_deep_queue_keeps_its_plan_between_passes():
     got = run(kept, specs)
     assert kept.replans == 1 and kept.kept > 100
     assert got == run(StateBased(options, pool), specs)
+
+
+def unbounded(profile: PoolProfile, nodes: int, walltime: float, now_only: bool = False
+              ) -> int | None:
+    """`earliest` on a copy of the profile with no bounds recorded: the scan from now."""
+    return PoolProfile(list(profile.times), list(profile.free)).earliest(nodes, walltime,
+                                                                         now_only)
+
+
+def test_bounds_by_hand():
+    """8 nodes; free 2 until 10, 0 until 20, 8 from 20 on. 2 nodes for 5 s fit now (0);
+    2 nodes for 15 s fit only at 20 (the window from 0 meets the empty step at 10), and
+    once that is recorded a 2-node job for 15 s or more starts its search at 20. A job of
+    2 nodes for 5 s still starts now (a shorter walltime: no bound), and 4 nodes for 15 s
+    (more nodes: not bounded by the 2-node answers) at 20 as well."""
+    profile = PoolProfile([0.0, 10.0, 20.0], [2, 0, 8])
+    assert profile.earliest(2, 15.0) == 2
+    assert profile.earliest(2, 5.0) == 0
+    assert profile.earliest(2, 30.0) == 2
+    assert profile.earliest(4, 15.0) == 2
+    # Reserve 8 nodes from 20 to 40: a 2-node 15 s job is now at 40, found from 20 on.
+    profile.reserve(2, 40.0, 8)
+    assert profile.times == [0.0, 10.0, 20.0, 40.0] and profile.free == [2, 0, 0, 8]
+    assert profile.earliest(2, 15.0) == 3
+    assert profile.earliest(2, 5.0) == 0
+    # Nothing fits 9 nodes: None, and None for anything as wide and longer.
+    assert profile.earliest(9, 1.0) is None
+    assert profile.earliest(9, 100.0) is None
+    # advance forgets the bounds (a pass may find more nodes than the plan held).
+    profile.advance(10.0)
+    assert profile.times == [10.0, 20.0, 40.0] and profile.free == [0, 0, 8]
+    profile.free[:] = [2, 2, 8]
+    assert profile.earliest(2, 15.0) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(ends=running,
+       ops=st.lists(st.tuples(st.integers(0, TOTAL + 1), st.sampled_from([1.0, 2.0, 5.0, 7.5,
+                                                                          10.0, 30.0]),
+                              st.integers(0, 9)), max_size=40))
+def test_bounded_search_is_the_search_from_now(ends, ops):
+    """Random reservations with recurring (nodes, walltime) pairs, some searches for now
+    only and some advances: every answer is the one a profile with no bounds gives."""
+    ends = sorted(ends)
+    free_now = TOTAL - sum(n for _, n in ends)
+    if free_now < 0:
+        return
+    profile = PoolProfile.of_releases(0.0, free_now, ends)
+    for nodes, walltime, what in ops:
+        if what == 0:
+            later = profile.times[-1] / 2
+            if later > profile.times[0]:
+                profile.advance(later)
+            continue
+        now_only = what == 1
+        want = unbounded(profile, nodes, walltime, now_only)
+        got = profile.earliest(nodes, walltime, now_only)
+        assert got == want
+        if got is not None and what % 2 == 0:
+            profile.reserve(got, profile.times[got] + walltime, nodes)

@@ -35,7 +35,7 @@ from ..core.job import Job
 from ..core.view import View
 from .backfill import eligible_queue, releases, retake
 from .base import Policy, PolicyError
-from .pool_profile import PoolProfile
+from .pool_profile import PoolProfile, plan_queue
 
 
 def _usable(state: ClusterState, alloc: Allocation) -> bool:
@@ -208,25 +208,9 @@ class Conservative(Policy):
             plan.jobs.remove(job)
             self._started(plan, now, job)
         # Then the jobs the plan has not seen, as the pass from scratch plans them.
-        profile = plan.profile
-        times, free = profile.times, profile.free
-        for k in range(planned, len(queue)):
-            if free[0] == 0:
-                break
-            job = queue[k]
-            start_i = profile.earliest(job.nodes, job.walltime)
-            if start_i is None:
-                plan.jobs.append(job)
-                continue
-            start = times[start_i]
-            if start_i == 0:
-                decisions.append(Start(job.id))
-                self._started(plan, now, job)
-            else:
-                plan.jobs.append(job)
-                heapq.heappush(heap, (start, plan.count, job))
-                plan.count += 1
-            profile.reserve(start_i, start + job.walltime, job.nodes)
+        started, plan.count = plan_queue(plan.profile, queue, planned, now, plan.jobs, heap,
+                                         plan.count, plan.ends)
+        decisions.extend(Start(job.id) for job in started)
         return decisions
 
     @staticmethod

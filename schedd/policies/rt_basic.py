@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core.cluster import ClusterState
+from ..core.cluster import ClusterState, PoolState
 from ..core.decisions import Decision
 from ..core.job import Job
 from ..core.view import View
 from .backfill import easy_pass
 from .rt_common import REALTIME, RealtimePolicy, Scheme, opt, scheme_option
+from .wfp2 import wfp2_easy_queue
 
 Order = Literal["wfp2", "fcfs"]
 
@@ -93,6 +94,22 @@ class EasyWfp2(RealtimePolicy):
     name = "easy-wfp2"
     summary = ("EASY backfilling over Cobalt's wfp2 order, every job as batch (the real-time "
                "paper's baseline)")
+
+    def schedule(self, view: View) -> list[Decision]:
+        state = view.free_state()
+        if (type(state) is PoolState and self.order == "wfp2" and not self.claims
+                and not view.has_requested_starts):
+            # EASY on a pool, as the pass skeleton runs it (nothing held back): nothing
+            # starts without free nodes, and with some the pass starts the same jobs on
+            # wfp2_easy_queue's few as on the whole wfp2 order.
+            free = state.free_nodes
+            if free == 0:
+                return []
+            queue = view.queue
+            order = wfp2_easy_queue(view, queue if type(queue) is list else list(queue),
+                                    self.cluster.total_nodes, free)
+            return easy_pass(view, "first", queue=order, state=state) if order else []
+        return super().schedule(view)
 
     def place(self, view: View, state: ClusterState, waiting: list[Job],
               decisions: list[Decision]) -> Sequence[Job] | None:
