@@ -202,3 +202,48 @@ def test_last_fit_finds_the_last_job_could_fit_accepts(total: list[int],
                   for i in range(data.draw(st.integers(0, 8)))]
     fits = [i for i, c in enumerate(candidates) if nodes.could_fit(c.req, c.usable)]
     assert last_fit(candidates, nodes) == (fits[-1] if fits else -1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=8), st.booleans(), st.data())
+def test_release_steps_count_as_the_machine_they_stand_for(total: list[int], same: bool,
+                                                           data: st.DataObject) -> None:
+    if same:
+        total = [total[0]] * len(total)  # nodes of one size: the counts' short way
+    nodes = Nodes(total)
+    every = (1 << len(total)) - 1
+    running: list[Running] = []
+    for _ in range(data.draw(st.integers(0, 8))):
+        at = nodes.place(_request(data, total), every)
+        if at is None:
+            continue
+        nodes.take(at)
+        end = float(data.draw(st.integers(1, 400)))
+        running.append(Running(end, at, end + 30))
+    running.sort(key=lambda r: r.end)
+    usable = data.draw(st.integers(1, every))
+    releases = Releases(nodes, usable, running, 0.0)
+    machine = nodes.copy()
+    released = 0
+    i = 0
+    while releases.step():
+        for r in releases.ordered[released:releases.k]:
+            machine.give(r.at)
+        released = releases.k
+        state = releases.state(i)
+        assert (state.idle, state.some, state.part) == (machine.idle, machine.some,
+                                                        machine.part)
+        for _ in range(4):
+            req = _request(data, total)
+            assert releases.fits(i, req) == _could_fit_node_by_node(machine, req, usable)
+            assert machine.could_fit(req, usable) == _could_fit_node_by_node(machine, req,
+                                                                              usable)
+        i += 1
+
+
+def _could_fit_node_by_node(nodes: Nodes, req: Request, usable: int) -> bool:
+    mine = [i for i in range(len(nodes.total)) if usable >> i & 1]
+    if req.exclusive:
+        return sum(1 for i in mine if nodes.idle >> i & 1) >= req.min_nodes
+    free = [nodes.free_of(i) for i in mine if nodes.some >> i & 1]
+    return len(free) >= req.min_nodes and sum(free) >= req.cpus

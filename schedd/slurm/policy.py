@@ -64,6 +64,11 @@ def _by_end(run: Running) -> float:
     return run.end
 
 
+# Enum members read once: each JobState.X is a call of the enum metaclass's __getattr__
+# (~0.1 us), and these tests run for every running and every pending job at every instant.
+_RUNNING, _CHECKPOINTING = JobState.RUNNING, JobState.CHECKPOINTING
+_CANCELLED = JobState.CANCELLED
+
 PERIODIC_TIMEOUT = 30.0  # slurmctld.h: time limits are checked this often (s)
 _SUBMIT, _MAIN, _BACKFILL = "submit", "main", "backfill"
 
@@ -366,7 +371,7 @@ class SlurmPolicy(Policy):
         out = []
         for run in list(self.running.values()):
             state = run.job.state
-            if state is JobState.RUNNING or state is JobState.CHECKPOINTING:
+            if state is _RUNNING or state is _CHECKPOINTING:
                 continue
             del self.running[run.id]
             if run.view is not None:
@@ -454,7 +459,7 @@ class SlurmPolicy(Policy):
         return out
 
     def _observe_cancellations(self) -> bool:
-        gone = [p for p in self.pending.values() if p.job.state is JobState.CANCELLED]
+        gone = [p for p in self.pending.values() if p.job.state is _CANCELLED]
         for p in gone:
             del self.pending[p.id]
             if p.id in self.watched:

@@ -76,19 +76,20 @@ def run_lists(mask: int) -> tuple[list[int], list[int]]:
     lengths: list[int] = []
     if mask <= 0:
         return firsts, lengths
-    # The mask's binary digits, lowest node first: the runs are found by str.find, in C,
-    # not by a handful of arithmetic operations on a many-digit int per run.
-    bits = bin(mask)[:1:-1]
-    size = len(bits)
-    first = bits.find("1")
-    while first >= 0:
-        past = bits.find("0", first)
-        firsts.append(first)
-        if past < 0:
-            lengths.append(size - first)
+    # The mask's binary digits ("0b" then the highest node first; node i at index
+    # top - i): the runs are found by str.rfind, in C, from the lowest node up, not by a
+    # handful of operations on a many-digit int per run.
+    bits = bin(mask)
+    top = len(bits) - 1
+    pos = bits.rfind("1")
+    while pos >= 2:
+        zero = bits.rfind("0", 2, pos)  # the digit just past this run, or none
+        firsts.append(top - pos)
+        if zero < 0:
+            lengths.append(pos - 1)
             break
-        lengths.append(past - first)
-        first = bits.find("1", past)
+        lengths.append(pos - zero)
+        pos = bits.rfind("1", 2, zero)
     return firsts, lengths
 
 
@@ -175,7 +176,12 @@ class Nodes:
         if req.exclusive:
             return popcount(self.idle & usable) >= req.min_nodes
         having = self.some & usable
-        return popcount(having) >= req.min_nodes and self.cpus_in(having) >= req.cpus
+        count = popcount(having)
+        if count < req.min_nodes:
+            return False
+        if self.uniform and not self.part and self.some == self.idle:
+            return count * self.uniform >= req.cpus  # cpus_in(having): all of them idle
+        return self.cpus_in(having) >= req.cpus
 
     def place(self, req: Request, usable: int) -> Placement | None:
         if not self.could_fit(req, usable):
@@ -320,7 +326,7 @@ class Releases:
                  "nodes_idle", "usable", "ordered", "k", "window", "base", "scale", "now",
                  "future")
 
-    def __init__(self, nodes: Nodes, usable: int, running: Sequence[Running], now: float,
+    def __init__(self, nodes: Nodes, usable: int, running: list[Running], now: float,
                  window_scale: int = 0, epoch: float = 0.0) -> None:
         self.starts: list[float] = []
         self.idles: list[int] = []
@@ -368,10 +374,19 @@ class Releases:
         self.starts.append(last.end if last.end > self.now else last.guess)
         usable = self.usable
         having = future.some & usable
+        count = popcount(having)
         self.idles.append(future.idle)
         self.somes.append(future.some)
-        self.parts.append(dict(future.part) if future.part else None)
-        self.nodes_free.append(popcount(having))
+        self.nodes_free.append(count)
+        if future.part:
+            self.parts.append(dict(future.part))
+        else:
+            self.parts.append(None)
+            if future.uniform and future.some == future.idle:
+                # Every node with a free CPU is idle: the counts are the one count.
+                self.cpus_free.append(count * future.uniform)
+                self.nodes_idle.append(count)
+                return True
         self.cpus_free.append(future.cpus_in(having))
         self.nodes_idle.append(popcount(future.idle & usable))
         return True
@@ -389,7 +404,7 @@ class Releases:
                      self.parts[i])
 
 
-def will_run(nodes: Nodes, usable: int, req: Request, running: Sequence[Running],
+def will_run(nodes: Nodes, usable: int, req: Request, running: list[Running],
              now: float, window_scale: int = 0, now_only: bool = False,
              epoch: float = 0.0,
              steps: dict[int, Releases] | None = None) -> tuple[float, Placement] | None:
