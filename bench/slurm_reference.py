@@ -22,7 +22,8 @@ every job to end and reach the accounting database; and writes to RUN_DIR:
     timeline.tsv slurmctld's own instants, to the millisecond, from its log: each job's
                  submission, start (main scheduler or backfill), end, time-limit kill
                  and, with DebugFlags TraceJobs, the release of its nodes (COMPLETING
-                 cleared); with Backfill, each backfill cycle's beginning
+                 cleared); with Backfill, each backfill cycle's beginning and each
+                 job's expected start and nodes as the cycle planned them (reserve)
     jobmap.tsv   workload job number -> Slurm job id
     run.json     versions, host, start time, command
 
@@ -252,13 +253,18 @@ TIMELINE_LINES = (
     ("timeout", re.compile(r"Time limit exhausted for JobId=(\d+)")),
     ("release", re.compile(r"cleanup_completing: JobId=(\d+)")),  # TraceJobs
     ("backfill_cycle", re.compile(r"(?:backfill|_attempt_backfill): beginning")),  # Backfill
+    # A job's expected start and nodes as the cycle just planned them (DebugFlags
+    # Backfill): the job, its nodes, its expected start.
+    ("reserve", re.compile(r"_dump_job_sched: JobId=(\d+) to start at (\S+), end at \S+ "
+                           r"on nodes (\S+) in partition")),
 )
 
 
-def timeline(log: Path) -> list[tuple[float, str, str, str]]:
-    """(Unix time, event, Slurm job id, nodes) for each line of slurmctld's log that
-    TIMELINE_LINES knows, in the log's order; its stamps are local time to the
-    millisecond (LogTimeFormat's default, iso8601_ms)."""
+def timeline(log: Path) -> list[tuple[float, str, str, str, str]]:
+    """(Unix time, event, Slurm job id, nodes, expected start) for each line of
+    slurmctld's log that TIMELINE_LINES knows, in the log's order; its stamps are local
+    time to the millisecond (LogTimeFormat's default, iso8601_ms). The expected start
+    (Unix time, whole seconds) is a reservation's only."""
     out = []
     with open(log, errors="replace") as f:
         for line in f:
@@ -274,17 +280,24 @@ def timeline(log: Path) -> list[tuple[float, str, str, str]]:
                 except ValueError:
                     break
                 groups = found.groups()
+                if event == "reserve":
+                    try:
+                        start = datetime.datetime.fromisoformat(groups[1]).timestamp()
+                    except ValueError:
+                        break
+                    out.append((at, event, groups[0], groups[2], f"{start:.0f}"))
+                    break
                 out.append((at, event, groups[0] if groups else "",
-                            groups[1] if len(groups) > 1 else ""))
+                            groups[1] if len(groups) > 1 else "", ""))
                 break
     return out
 
 
-def write_timeline(rows: list[tuple[float, str, str, str]], path: Path) -> None:
+def write_timeline(rows: list[tuple[float, str, str, str, str]], path: Path) -> None:
     with open(path, "w") as f:
-        f.write("time\tevent\tjob\tnodes\n")
-        for at, event, job, nodes in rows:
-            f.write(f"{at:.3f}\t{event}\t{job}\t{nodes}\n")
+        f.write("time\tevent\tjob\tnodes\texpected_start\n")
+        for at, event, job, nodes, start in rows:
+            f.write(f"{at:.3f}\t{event}\t{job}\t{nodes}\t{start}\n")
 
 
 @dataclass

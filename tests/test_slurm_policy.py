@@ -149,6 +149,44 @@ def test_a_job_that_exits_by_itself_queues_a_pass_for_the_background_thread(
     assert starts(engine) == {1: 0.0, 2: 101.0, 3: 101.0}
 
 
+def test_a_short_job_the_background_thread_started_ends_after_its_tick(
+        tmp_path: Path) -> None:
+    # The background thread loops on ten 100 ms sleeps plus its work: its tick comes
+    # tick_drift (1.3 ms) later each second. A job one of its passes started runs from
+    # `launch` (30 ms) past that pass's phase, so after R seconds it ends launch - R x
+    # tick_drift past the tick of its last second: after it when R < 23 s. Then that
+    # tick does not see the agent's request; the next second's does.
+    # Job 1 (all 4 nodes) starts at the tick of 0; job 2's submission has the tick of 5
+    # run a pass, which can't start it; job 1 ends at 10 (10 s: 30 ms > 13 ms, after the
+    # tick), so job 2 starts at the tick of 11.
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n", nodes=NODES)
+    short = [job(setup, 1, 0, 10, nodes=4), job(setup, 2, 5, 50, nodes=2)]
+    engine, policy = run(setup, short)
+    assert starts(engine) == {1: 0.0, 2: 11.0}
+    assert policy.started_by == {1: "main", 2: "main"}
+    # Ended after 100 s (30 ms < 130 ms), job 1 ends before the tick of its last second.
+    long = [job(setup, 1, 0, 100, nodes=4), job(setup, 2, 5, 50, nodes=2)]
+    engine, _ = run(setup, long)
+    assert starts(engine) == {1: 0.0, 2: 100.0}
+    # launch 0 takes every end as before its second's tick (the model before).
+    engine, _ = run(setup, short, launch=0.0)
+    assert starts(engine) == {1: 0.0, 2: 10.0}
+    # The cut-off is launch / tick_drift: 10 s x 4 ms = 40 ms > 30 ms, before the tick.
+    engine, _ = run(setup, short, tick_drift=0.004)
+    assert starts(engine) == {1: 0.0, 2: 10.0}
+    # Only the starting thread's phase is known: a job the backfill agent started ends at
+    # a place in the second unknown against the tick, taken as before it. Job 1 is
+    # started by the first backfill cycle (boot 0: the background thread has just run),
+    # ends at 11 and job 2 starts at that second's tick.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\n", nodes=NODES)
+    jobs = [job(setup, 1, 0, 10, nodes=4), job(setup, 2, 5, 50, nodes=2)]
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0)
+    assert policy.started_by[1] == "backfill"
+    assert starts(engine)[1] == 1.0
+    assert starts(engine)[2] == 11.0 and policy.started_by[2] == "main"
+
+
 def test_the_main_scheduler_stops_a_partition_at_its_first_blocked_job(tmp_path: Path) -> None:
     # Job 2 (4 nodes) cannot start while job 1 runs; job 3 (1 node) would fit, but the
     # main scheduler does not look past 2 in its partition. Without backfill it waits.
@@ -528,6 +566,55 @@ def test_a_late_submission_is_seen_in_the_next_second(tmp_path: Path) -> None:
     assert starts(engine)[3] == 5.0 and policy.started_by[3] == "backfill"
     engine, policy = run(setup, jobs, submit_after_backfill=1.0)
     assert starts(engine)[3] == 6.0 and policy.started_by[3] == "backfill"
+
+
+def test_a_job_backfill_started_ends_after_the_tick_where_cycles_come_later(
+        tmp_path: Path) -> None:
+    # Where the backfill agent's cycles fall later in the second than the background
+    # thread's tick, a job a cycle started ends (its launch time past the cycle's phase)
+    # after the tick of its last second: that tick does not see it, the next does.
+    # Job 1 is started by the first backfill cycle (1 s: boot 0, the background thread
+    # has just run) and ends at 13, a second without a cycle (they come at 6, 11, 16);
+    # job 2, submitted at 5, waits for its nodes: the tick of 14 starts it.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\n", nodes=NODES)
+    jobs = [job(setup, 1, 0, 12, nodes=4), job(setup, 2, 5, 50, nodes=2)]
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0, backfill_after_tick=1.0)
+    assert policy.started_by[1] == "backfill" and starts(engine)[1] == 1.0
+    assert starts(engine)[2] == 14.0 and policy.started_by[2] == "main"
+    # Taken as before the tick (the default where nothing says otherwise): 13.
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0)
+    assert starts(engine)[2] == 13.0 and policy.started_by[2] == "main"
+
+
+def test_backfill_after_the_tick_is_read_off_submissions_between_them(
+        tmp_path: Path) -> None:
+    # Submissions the tick of their own second never started (it came before them) but
+    # that second's backfill cycle did: the cycle comes after the tick in the second.
+    rows = []
+    for j in range(12):
+        flag, wait = ("SchedBackfill", 0) if j % 2 else ("SchedMain", 1)
+        sub = 10 * j + 3
+        rows.append(f"{j + 1}|{at_second(sub)}|{at_second(sub + wait)}|"
+                    f"{at_second(sub + wait + 5)}|00:01:00|1|4|COMPLETED|{flag}")
+    conf = "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=2\n"
+    policy, said = bound_to_log(tmp_path, rows, conf)
+    assert policy.options.submit_after_tick == 1.0
+    assert policy.options.submit_after_backfill == 0.0
+    assert policy.options.backfill_after_tick == 1.0
+    assert said is not None and "backfill cycles later in the second" in said
+    # Given, it is left alone; with the submissions' order against the tick unknown,
+    # nothing is read.
+    policy, _ = bound_to_log(tmp_path, rows, conf, backfill_after_tick=0.0)
+    assert policy.options.backfill_after_tick == 0.0
+    policy, _ = bound_to_log(tmp_path, rows[:4], conf)
+    assert policy.options.backfill_after_tick == -1.0
+    # Nothing said about the cycle (too few quick backfilled starts): the emulation takes
+    # submissions as before it, and so the cycle as after the tick.
+    mains = [row for row in rows if row.endswith("SchedMain")]
+    policy, _ = bound_to_log(tmp_path, mains, conf)
+    assert policy.options.submit_after_backfill == -1.0
+    assert policy.options.backfill_after_tick == 1.0
 
 
 @pytest.mark.parametrize("flag, same, after, late", [

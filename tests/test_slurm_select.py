@@ -85,6 +85,32 @@ def test_will_run_releases_jobs_in_windows_and_reports_the_last_end() -> None:
     assert will_run(nodes, 0b111, one, running, now=0.0, now_only=True) is None
 
 
+def test_will_run_skips_a_job_off_the_usable_nodes_without_closing_the_window() -> None:
+    # job_test.c `_will_run_test` walks every running job in end order: after each
+    # release it peeks at the next one and closes the group if it ends past the window,
+    # but a job on none of the usable nodes is skipped before that check. Four nodes;
+    # the job may use nodes 1-3 only (node 0 is another partition's). Running: node 1
+    # until 78, node 2 until 90, node 0 (not usable) until 102, node 3 until 150.
+    # The first window: 78 rounded up to 90, + 30 s = 120. After node 2's release (90)
+    # the peek is node 0's job (102 <= 120), so the group goes on; that job is skipped,
+    # and the next, node 3's (150), is released in the same group: three nodes at 150.
+    # (In the partitions reference runs, Slurm reserved a long job at 150 s on this
+    # path, which ends its first group by 120 s if the skipped job is left out.)
+    nodes = nodes_with([1, 1, 1, 1], {0: 1, 1: 1, 2: 1, 3: 1})
+    running = [Running(78.0, Placement(0b0010), 108.0), Running(90.0, Placement(0b0100), 120),
+               Running(102.0, Placement(0b0001), 132.0),
+               Running(150.0, Placement(0b1000), 180.0)]
+    two = Request(2, 2, 2, True)
+    start, at = will_run(nodes, 0b1110, two, running, now=0.0)
+    assert start == 150.0 and at.full == 0b0110
+    # Without the job on node 0 the group closes at node 3's job (150 > 120): 90.
+    start, at = will_run(nodes, 0b1110, two, running[:2] + running[3:], now=0.0)
+    assert start == 90.0 and at.full == 0b0110
+    # A skipped job past the window closes nothing: the group already closed at its peek.
+    late = [running[0], running[1], Running(125.0, Placement(0b0001), 155.0), running[3]]
+    assert will_run(nodes, 0b1110, two, late, now=0.0)[0] == 90.0
+
+
 def test_will_run_past_a_jobs_limit_guesses_its_end() -> None:
     nodes = nodes_with([1], {0: 1})
     running = [Running(50.0, Placement(0b1), 80.0)]  # end 50 passed: killed by 80

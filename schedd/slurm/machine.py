@@ -92,6 +92,17 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
                 said.append(f"submissions {'after' if late else 'before'} the {name} of "
                             f"their second ({same} jobs it started in it, {after} in the "
                             "next)")
+    if options.backfill_after_tick < 0 and conf.sched.backfill:
+        # Submissions after the tick of their second but before its backfill cycle (or
+        # with nothing said about the cycle, where they are taken as before it): the
+        # cycle comes later in the second than the tick, so a job it started ends after
+        # the tick of its last second.
+        tick = out.get("submit_after_tick", options.submit_after_tick)
+        cycle = out.get("submit_after_backfill", options.submit_after_backfill)
+        if tick > 0 and cycle <= 0:
+            out["backfill_after_tick"] = 1.0
+            said.append("backfill cycles later in the second than the background tick "
+                        "(submissions came between them)")
     if options.boot < 0 and started_by is not None:
         # The first job (by submission) started by the main scheduler before
         # batch_sched_delay had passed: the background thread's last pass was that long

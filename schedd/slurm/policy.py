@@ -106,12 +106,30 @@ class SlurmOptions:
         "help": "1: submissions come after the background thread's tick of their second "
                 "too: nothing sees them before the next second; 0: before it (-1: simulate "
                 "reads it off an imported log's main-scheduler starts, else 0)"})
+    backfill_after_tick: float = field(default=-1.0, metadata={
+        "help": "1: backfill cycles come later in the second than the background "
+                "thread's tick, so a job a cycle started ends after the tick of its last "
+                "second, which sees it only a second later; 0: before it (-1: simulate "
+                "reads it off an imported log, where submissions came after the tick and "
+                "before the cycle, else 0)"})
     check_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of 30 s at which time limits are checked (-1: from "
                 "boot; simulate infers it from an imported log's time-outs)"})
     decay_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of PriorityCalcPeriod (from time 0) at which the "
                 "decay thread recomputes priorities (-1: from boot)"})
+    tick_drift: float = field(default=0.0013, metadata={
+        "help": "seconds the background thread's one-second loop runs late each second "
+                "(ten 100 ms sleeps and its own work; 1.1-1.5 ms in the reference runs' "
+                "logs): with `launch`, whether a job it started ends before or after its "
+                "tick of the job's last second"})
+    launch: float = field(default=0.03, metadata={
+        "help": "seconds from a job's allocation to its processes' start (15-50 ms in the "
+                "reference runs' logs): a job the background thread started ends this "
+                "long past the phase its tick had then, so one shorter than launch / "
+                "tick_drift ends after the tick of its last second, which sees it only "
+                "a second later (docs/slurm.md, What runs when; 0: every end comes "
+                "before the tick of its second, the model before 2026-11-29)"})
     boot: float = field(default=-1.0, metadata={
         "help": "seconds before time 0 at which slurmctld started: the phase of its "
                 "periodic timers (background passes, decay, time-limit checks, backfill) "
@@ -163,7 +181,7 @@ class _Pending:
 
 
 class _Run:
-    __slots__ = ("id", "job", "sj", "assoc", "at", "start", "end", "view")
+    __slots__ = ("id", "job", "sj", "assoc", "at", "start", "end", "view", "by_tick")
 
     def __init__(self, p: _Pending, at: Placement, start: float):
         self.id = p.id
@@ -175,6 +193,7 @@ class _Run:
         limit = p.sj.time_limit if p.sj.time_limit != math.inf else YEAR
         self.end = start + limit  # Slurm's end_time
         self.view: Running | None = None  # as the will-run test sees it, while running
+        self.by_tick = False  # started by a main pass of the background thread
 
 
 class SlurmPolicy(Policy):
@@ -260,6 +279,10 @@ class SlurmPolicy(Policy):
         # Jobs that ended, holding their nodes until their epilog completes: (release
         # instant, end instant, job, whether the agent frees them and only queues a pass).
         self.releasing: list[tuple[float, float, _Run, bool]] = []
+        # Jobs the background thread started that end, in this instant, after its tick
+        # of this second (see `_late_for_tick`): released once the tick has run.
+        self.after_tick: list[tuple[float, float, _Run, bool]] = []
+        self.in_tick = False  # a main pass of the background thread is running
         # Running jobs as the will-run test sees them, in order of expected end: kept as
         # jobs start and end where each one's guessed end is fixed (a finite
         # OverTimeLimit everywhere), rebuilt at every backfill cycle otherwise.
@@ -361,6 +384,9 @@ class SlurmPolicy(Policy):
         for p in submitted:
             self._submitted(p, now, decisions)
         self._background(now, decisions)
+        if self.after_tick:
+            late, self.after_tick = self.after_tick, []
+            self._give_back(late, now)
         if self.sched.backfill:
             self._maybe_backfill(now, decisions)
         self._wake(now, decisions)
@@ -384,10 +410,27 @@ class SlurmPolicy(Policy):
             # with the epilog-complete message, which runs the main scheduler.
             by_agent = (state is JobState.COMPLETED
                         and not self.conf.epilog_script)  # type: ignore[union-attr]
-            self.releasing.append((now if by_agent else now + self.epilog, now, run,
-                                   by_agent))
+            if by_agent and self._late_for_tick(run, now):
+                self.after_tick.append((now, now, run, True))
+            else:
+                self.releasing.append((now if by_agent else now + self.epilog, now, run,
+                                       by_agent))
             out.append(run)
         return out
+
+    def _late_for_tick(self, run: _Run, now: float) -> bool:
+        """Whether a job ending now ends after the background thread's tick of this
+        second. The thread loops on ten 100 ms sleeps plus its work, so its tick comes
+        `tick_drift` later each second; a job one of its passes started ends `launch`
+        past that pass's phase (its processes start that long after the allocation).
+        So a short job ends just after the tick of its last second, a long one before.
+        A job a backfill cycle started ends `launch` past that cycle's phase: after the
+        tick where the cycles come later in the second (`backfill_after_tick`), else
+        taken as before it."""
+        opts = self.options
+        if run.by_tick:
+            return opts.launch > 0 and opts.launch > opts.tick_drift * (now - run.start)
+        return opts.backfill_after_tick > 0 and self.started_by.get(run.id) == _BACKFILL
 
     def _release(self, now: float) -> bool:
         """Give back the nodes of jobs whose epilog is done by now (job_epilog_complete);
@@ -397,6 +440,9 @@ class SlurmPolicy(Policy):
         if not done:
             return False
         self.releasing = [item for item in self.releasing if item[0] > now]
+        return self._give_back(done, now)
+
+    def _give_back(self, done: list[tuple[float, float, _Run, bool]], now: float) -> bool:
         by_message = False
         for _, _, run, by_agent in done:
             self.nodes.give(run.at)
@@ -639,6 +685,7 @@ class SlurmPolicy(Policy):
         self.nodes.take(at)
         del self.pending[p.id]
         run = _Run(p, at, now)
+        run.by_tick = self.in_tick
         self.running[p.id] = run
         if self.static_guess:
             # The guess as it stands, not yet moved past `now` (_running_view does that).
@@ -720,12 +767,19 @@ class SlurmPolicy(Policy):
             requested = self.sched_requests
             self.sched_requests = 0
             if self.main_dirty or requested:
-                self._main_pass(now, True, decisions)
+                self._tick_pass(now, True, decisions)
             return
         if self.sched_requests and now - self.last_sched >= self.sched.batch_sched_delay:
             self.sched_requests = 0
             self.last_sched = now
-            self._main_pass(now, False, decisions)
+            self._tick_pass(now, False, decisions)
+
+    def _tick_pass(self, now: float, full: bool, decisions: list[Decision]) -> None:
+        self.in_tick = True
+        try:
+            self._main_pass(now, full, decisions)
+        finally:
+            self.in_tick = False
 
     # -- backfill ---------------------------------------------------------------------
     def _bf_next(self) -> float | None:

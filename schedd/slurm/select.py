@@ -317,6 +317,13 @@ class Releases:
     are made as a test needs them and kept, so every job a backfill cycle tests on the
     same nodes, while nothing starts, shares them.
 
+    Slurm walks every running job in end order, usable nodes or not: after each release
+    it peeks at the next job in that list, and a job on none of the usable nodes is
+    skipped without that check. So a group that reaches such a job within its window
+    also takes the next job that has usable nodes, however late it ends (in the
+    partitions reference runs, a long job reserved at 150 s where the window ended at
+    127 s); and the window grows until it holds the job last peeked at.
+
     Each step keeps the machine's masks (idle nodes, nodes with a free CPU, the partly
     used nodes' free CPUs where there are any) and, on the usable nodes, the counts
     `Nodes.could_fit` reads, so that a request is tested against a step by comparing
@@ -337,42 +344,55 @@ class Releases:
         self.nodes_idle: list[int] = []  # idle nodes of `usable`
         self.usable = usable
         # `running` is in end order (stable: ties keep their order).
-        self.ordered = [r for r in running if r.at.mask & usable]
+        self.ordered = list(running)
         self.k = 0
         self.window = 30
         self.scale = window_scale
         self.now = now
         self.future = nodes
         self.base = 0.0
-        if self.ordered:
-            self.future = nodes.copy()
-            first = self.ordered[0].end
-            self.base = first + (30 - (first + epoch) % 30)
+        for run in self.ordered:
+            if run.at.mask & usable:
+                self.future = nodes.copy()
+                first = run.end
+                self.base = first + (30 - (first + epoch) % 30)
+                break
 
     def step(self) -> bool:
         """Release the next group; False when every job has been released."""
         ordered = self.ordered
+        n = len(ordered)
         k = self.k
-        if k >= len(ordered):
-            return False
+        usable = self.usable
         future = self.future
         base = self.base
         window = self.window
-        while True:
-            last = ordered[k]
-            future.give(last.at)
+        last: Running | None = None
+        peeked: Running | None = None  # Slurm's next_job_ptr
+        while k < n:
+            run = ordered[k]
             k += 1
-            if k >= len(ordered) or ordered[k].end > base + window:
+            if not run.at.mask & usable:
+                continue  # skipped: no window check
+            last = run
+            future.give(run.at)
+            if k >= n:
+                peeked = None
                 break
+            peeked = ordered[k]
+            if peeked.end > base + window:
+                break
+        if last is None:
+            self.k = n
+            return False
         # A do-while in Slurm: the window grows at least once after every group.
         scale = self.scale
         window = window + scale if scale else window * 2
-        while k < len(ordered) and ordered[k].end > base + window:
+        while peeked is not None and peeked.end > base + window:
             window = window + scale if scale else window * 2
         self.k = k
         self.window = window
         self.starts.append(last.end if last.end > self.now else last.guess)
-        usable = self.usable
         having = future.some & usable
         count = popcount(having)
         self.idles.append(future.idle)
