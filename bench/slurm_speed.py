@@ -7,7 +7,9 @@ slurm.conf of the trace's machine: one CPU per node, sched/backfill and priority
 on Slurm's defaults) and without it (EASY), alternately, --repeat times; the figure is
 the child process's user CPU time, which a loaded machine inflates less than wall time.
 With several --python (each a virtualenv's python, e.g. an older checkout's), every one
-runs in the same alternation, so their ratios compare within one run.
+runs in the same alternation, so their ratios compare within one run. Each child runs in
+a temporary directory, so each python runs its own checkout's schedd (from a checkout's
+directory, `python -m schedd` would run that checkout's, whichever virtualenv).
 
 Traces: the bundled 1,000-job Lublin sample (256 nodes) and, when present, the shared
 KTH-SP2 log (100 nodes, 28,489 jobs).
@@ -34,10 +36,11 @@ def conf_text(nodes: int) -> str:
             "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n")
 
 
-def user_cpu(cmd: list[str]) -> float:
-    """User CPU seconds of one child run of `cmd`."""
+def user_cpu(cmd: list[str], cwd: str) -> float:
+    """User CPU seconds of one child run of `cmd` in directory `cwd`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   cwd=cwd)
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
 
 
@@ -66,11 +69,14 @@ def main() -> int:
             times: dict[tuple[str, str], list[float]] = {}
             for _ in range(args.repeat):
                 for py in pythons:
-                    base = [py, "-m", "schedd", "simulate", "--trace", str(trace), "--quiet",
-                            "--out", str(Path(tmp) / "out")]
+                    base = [str(Path(py).absolute()), "-m", "schedd", "simulate",
+                            "--trace", str(trace), "--quiet", "--out", str(Path(tmp) / "out")]
+                    # In a directory of its own: `python -m` puts the working directory
+                    # first on sys.path, so that from a checkout every python would run
+                    # that checkout's schedd, not its own virtualenv's.
                     times.setdefault((py, "slurm"), []).append(
-                        user_cpu(base + ["--slurm-conf", str(conf)]))
-                    times.setdefault((py, "easy"), []).append(user_cpu(base))
+                        user_cpu(base + ["--slurm-conf", str(conf)], tmp))
+                    times.setdefault((py, "easy"), []).append(user_cpu(base, tmp))
             for py in pythons:
                 slurm, easy = times[(py, "slurm")], times[(py, "easy")]
                 ratios = [s / e for s, e in zip(slurm, easy, strict=True)]

@@ -1,7 +1,10 @@
 """The `slurm` policy's shortcuts change nothing it decides: the will-run test's release
 steps shared between jobs, the running jobs kept in end order between cycles, and a
 backfill cycle that stops at the last job able to start now (docs/benchmarks.md, "Slurm
-emulation beside EASY"). Each is checked against the policy doing the whole work."""
+emulation beside EASY"). Each is checked against the policy doing the whole work; the
+compiled helpers' short ways (the node-space map's scan that stops once its answer is
+settled, the last job that fits found from counts, runs read off the binary digits)
+against the plain loops they replaced."""
 
 from __future__ import annotations
 
@@ -13,10 +16,11 @@ from test_slurm_policy import job, machine
 
 from schedd.core.engine import Engine, EngineOptions
 from schedd.core.job import JobSpec
+from schedd.slurm.backfill import Candidate, NodeSpace, last_fit
 from schedd.slurm.jobs import SlurmJob
 from schedd.slurm.machine import SlurmSetup
 from schedd.slurm.policy import SlurmOptions, SlurmPolicy
-from schedd.slurm.select import Nodes, Placement, Releases, Request, Running, will_run
+from schedd.slurm.select import Nodes, Placement, Releases, Request, Running, runs_of, will_run
 
 
 def _request(data: st.DataObject, total: list[int]) -> Request:
@@ -115,3 +119,132 @@ def test_backfill_shortcuts_decide_as_the_whole_cycle(tmp_path: Path, conf: str,
     whole, whole_stats = _schedule(setup, jobs, whole=True)
     assert quick == whole
     assert quick_stats == whole_stats
+
+
+# The compiled helpers' short ways against the plain loops they replaced.
+
+def _runs_by_arithmetic(mask: int) -> list[tuple[int, int]]:
+    out = []
+    while mask:
+        low = mask & -mask
+        past = (mask + low) & ~mask
+        first = low.bit_length() - 1
+        out.append((first, past.bit_length() - 1 - first))
+        mask &= ~(past - low)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, (1 << 300) - 1))
+def test_runs_of_reads_the_binary_digits_as_the_arithmetic_did(mask: int) -> None:
+    assert runs_of(mask) == _runs_by_arithmetic(mask)
+
+
+def _available_every_record(space: NodeSpace, base: int, start: float,
+                            end_time: float) -> tuple[int, float]:
+    avail, later = base, 0.0
+    n = len(space.begin)
+    for j in range(n):
+        se = space.end[j]
+        if later == 0.0 and se > start and j + 1 < n \
+                and base & space.mask[j + 1] & ~(avail & space.mask[j]):
+            later = se
+        if se <= start:
+            continue
+        if space.begin[j] <= end_time:
+            avail &= space.mask[j]
+        else:
+            break
+    return avail, later
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_available_stops_early_only_where_the_answer_is_settled(data: st.DataObject) -> None:
+    width = data.draw(st.integers(1, 12))
+    every = (1 << width) - 1
+    res = data.draw(st.sampled_from([1, 10, 60]))
+    space = NodeSpace(0.0, 1000.0, every, res)
+    for _ in range(data.draw(st.integers(0, 10))):
+        begin = float(data.draw(st.integers(0, 990)))
+        space.reserve(begin, begin + data.draw(st.integers(1, 400)),
+                      data.draw(st.integers(0, every)))
+    for _ in range(10):
+        base = data.draw(st.integers(0, every))
+        start = float(data.draw(st.integers(0, 1000)))
+        end_time = start + data.draw(st.integers(0, 600))
+        need = data.draw(st.integers(0, width + 1))
+        want_later = data.draw(st.booleans())
+        full = _available_every_record(space, base, start, end_time)
+        assert space.available(base, start, end_time) == full
+        avail, later = space.available(base, start, end_time, need, want_later)
+        if avail.bit_count() >= need:
+            assert avail == full[0]  # enough nodes: all of them
+        else:
+            assert full[0].bit_count() < need
+        if want_later:
+            assert later == full[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=8), st.data())
+def test_last_fit_finds_the_last_job_could_fit_accepts(total: list[int],
+                                                       data: st.DataObject) -> None:
+    nodes = Nodes(total)
+    every = (1 << len(total)) - 1
+    for _ in range(data.draw(st.integers(0, 6))):
+        at = nodes.place(_request(data, total), every)
+        if at is not None:
+            nodes.take(at)
+    masks = [every, data.draw(st.integers(1, every))]
+    candidates = [Candidate(i, data.draw(st.sampled_from(masks)), 60.0,
+                            _request(data, total), False)
+                  for i in range(data.draw(st.integers(0, 8)))]
+    fits = [i for i, c in enumerate(candidates) if nodes.could_fit(c.req, c.usable)]
+    assert last_fit(candidates, nodes) == (fits[-1] if fits else -1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=8), st.booleans(), st.data())
+def test_release_steps_count_as_the_machine_they_stand_for(total: list[int], same: bool,
+                                                           data: st.DataObject) -> None:
+    if same:
+        total = [total[0]] * len(total)  # nodes of one size: the counts' short way
+    nodes = Nodes(total)
+    every = (1 << len(total)) - 1
+    running: list[Running] = []
+    for _ in range(data.draw(st.integers(0, 8))):
+        at = nodes.place(_request(data, total), every)
+        if at is None:
+            continue
+        nodes.take(at)
+        end = float(data.draw(st.integers(1, 400)))
+        running.append(Running(end, at, end + 30))
+    running.sort(key=lambda r: r.end)
+    usable = data.draw(st.integers(1, every))
+    releases = Releases(nodes, usable, running, 0.0)
+    machine = nodes.copy()
+    released = 0
+    i = 0
+    while releases.step():
+        for r in releases.ordered[released:releases.k]:
+            if r.at.mask & usable:  # the others are skipped, as Slurm does
+                machine.give(r.at)
+        released = releases.k
+        state = releases.state(i)
+        assert (state.idle, state.some, state.part) == (machine.idle, machine.some,
+                                                        machine.part)
+        for _ in range(4):
+            req = _request(data, total)
+            assert releases.fits(i, req) == _could_fit_node_by_node(machine, req, usable)
+            assert machine.could_fit(req, usable) == _could_fit_node_by_node(machine, req,
+                                                                              usable)
+        i += 1
+
+
+def _could_fit_node_by_node(nodes: Nodes, req: Request, usable: int) -> bool:
+    mine = [i for i in range(len(nodes.total)) if usable >> i & 1]
+    if req.exclusive:
+        return sum(1 for i in mine if nodes.idle >> i & 1) >= req.min_nodes
+    free = [nodes.free_of(i) for i in mine if nodes.some >> i & 1]
+    return len(free) >= req.min_nodes and sum(free) >= req.cpus

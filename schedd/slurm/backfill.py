@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Callable
+from typing import Any
 
-from .select import Nodes, Placement, Releases, Request, Running, will_run
+from .select import Nodes, Placement, Releases, Request, Running, popcount, will_run
 
 
 class Candidate:
@@ -39,6 +40,39 @@ class Candidate:
         self.req = req
         self.no_reserve = no_reserve  # bf_min_age/prio_reserve: start now or not at all
 
+    # Compiled classes pickle through their constructor (the daemon's snapshots).
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Candidate, (self.id, self.usable, self.limit, self.req, self.no_reserve))
+
+
+def last_fit(candidates: list[Candidate], nodes: Nodes) -> int:
+    """Index of the last candidate whose request fits its nodes' free CPUs now
+    (`Nodes.could_fit`), or -1: the counts of one set of usable nodes are computed once
+    for the run of candidates that share it."""
+    usable = -1
+    some = idle = cpus = -1
+    i = len(candidates) - 1
+    while i >= 0:
+        job = candidates[i]
+        req = job.req
+        if job.usable != usable:
+            usable = job.usable
+            some = idle = cpus = -1
+        if req.exclusive:
+            if idle < 0:
+                idle = popcount(nodes.idle & usable)
+            if idle >= req.min_nodes:
+                return i
+        else:
+            if some < 0:
+                having = nodes.some & usable
+                some = popcount(having)
+                cpus = nodes.cpus_in(having)
+            if some >= req.min_nodes and cpus >= req.cpus:
+                return i
+        i -= 1
+    return -1
+
 
 def floor_to(t: float, res: int, epoch: float) -> float:
     """t rounded down to a multiple of `res` seconds of Unix time."""
@@ -48,38 +82,62 @@ def floor_to(t: float, res: int, epoch: float) -> float:
 class NodeSpace:
     """Contiguous records [begin[i], end[i]) with the nodes available in each."""
 
-    __slots__ = ("begin", "end", "mask", "res")
+    __slots__ = ("begin", "end", "mask", "res", "full")
 
     def __init__(self, begin: float, end: float, mask: int, res: int) -> None:
         self.begin: list[float] = [begin]
         self.end: list[float] = [end]
         self.mask: list[int] = [mask]
         self.res = res
+        self.full = mask  # every record's nodes are some of these
 
-    def available(self, base: int, start: float, end_time: float) -> tuple[int, float]:
+    def available(self, base: int, start: float, end_time: float, need: int = 0,
+                  want_later: bool = True) -> tuple[int, float]:
         """(nodes of `base` free over every record overlapping [start, end_time], the end
-        of the first record after which more of `base` would be free, or 0)."""
+        of the first record after which more of `base` would be free, or 0). With `need`:
+        once fewer than `need` nodes are left (and the later start is known, or not
+        wanted), the rest of the records are not read — only that count matters then.
+        Without `want_later` the later start is not looked for (0 is returned)."""
         avail = base
         later = 0.0
-        n = len(self.begin)
         ends, begins, masks = self.end, self.begin, self.mask
-        for j in range(n):
-            se = ends[j]
-            if later == 0.0 and se > start and j + 1 < n \
-                    and base & masks[j + 1] & ~(avail & masks[j]):
-                later = se
-            if se <= start:
-                continue
-            if begins[j] <= end_time:
-                avail &= masks[j]
+        n = len(ends)
+        # The first record ending after `start` (the records are contiguous, in order):
+        # those before it neither hold `start` nor free anything after it.
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if ends[mid] <= start:
+                lo = mid + 1
             else:
+                hi = mid
+        # base & next & ~cut, "more of base free in the next record than in this one's
+        # cut", is (base & next) | cut != cut, one operation fewer on many-digit ints; and
+        # with every node as base, base & next is next.
+        whole = base == self.full
+        find_later = want_later
+        for j in range(lo, n):
+            past = begins[j] > end_time  # the first record after the job's end: the last
+            if past and not find_later:
+                break
+            cut = avail & masks[j]
+            if find_later and j + 1 < n:
+                nxt = masks[j + 1] if whole else base & masks[j + 1]
+                if (nxt | cut) != cut:
+                    later = ends[j]
+                    find_later = later == 0.0
+            if past:
+                break
+            avail = cut
+            if need > 0 and not find_later and popcount(avail) < need:
                 break
         return avail, later
 
     def overlaps(self, mask: int, start: float, end: float) -> bool:
         """Whether `mask` takes a node that a record overlapping [start, end) has taken."""
-        for j in range(len(self.begin)):
-            if self.end[j] > start and self.begin[j] < end and mask & ~self.mask[j]:
+        ends, begins, masks = self.end, self.begin, self.mask
+        for j in range(len(begins)):
+            if ends[j] > start and begins[j] < end and (mask | masks[j]) != masks[j]:
                 return True
         return False
 
@@ -111,6 +169,12 @@ class NodeSpace:
             i += 1
 
 
+def guesses_at(running: list[Running], now: float) -> list[Running]:
+    """The running jobs as the will-run test sees them at `now`: a guessed end that has
+    passed moved to the next second."""
+    return [r if r.guess > now else Running(r.end, r.at, now + 1) for r in running]
+
+
 def _by_end(run: Running) -> float:
     return run.end
 
@@ -133,10 +197,7 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
     # stops there, and a cycle with no such job starts nothing. The first job's own
     # expected start exists whenever it fits its partition at all (the import drops jobs
     # that never do), so the agent's "update" is whether any job waits.
-    last = -1
-    for i in range(len(candidates)):
-        if nodes.could_fit(candidates[i].req, candidates[i].usable):
-            last = i
+    last = last_fit(candidates, nodes)
     if last < 0:
         return bool(candidates) or more, 0
     more = more or len(candidates) > last + 1
@@ -164,8 +225,9 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                                       and (estimates or started > 0 or more))
         while True:
             end_time = max(start_res, now) + limit
-            avail, later = space.available(job.usable, start_res, end_time)
-            if avail.bit_count() < req.min_nodes:
+            avail, later = space.available(job.usable, start_res, end_time, req.min_nodes,
+                                           not now_only)
+            if popcount(avail) < req.min_nodes:
                 if later and not now_only:
                     start_res = later
                     continue

@@ -47,7 +47,7 @@ from ..core.view import View
 from ..policies.base import Policy, PolicyError
 from . import fairshare
 from .assoc import Assoc, AssocError, Associations, read_associations
-from .backfill import Candidate, backfill_cycle
+from .backfill import Candidate, backfill_cycle, guesses_at, last_fit
 from .conf import Partition, SlurmConf, SlurmConfError, read_slurm_conf
 from .jobs import AFTERNOTOK, AFTEROK, SlurmJob, default_job
 from .priority import PriorityModel
@@ -63,6 +63,11 @@ _EPS = 1e-9  # s: instants closer than this are one
 def _by_end(run: Running) -> float:
     return run.end
 
+
+# Enum members read once: each JobState.X is a call of the enum metaclass's __getattr__
+# (~0.1 us), and these tests run for every running and every pending job at every instant.
+_RUNNING, _CHECKPOINTING = JobState.RUNNING, JobState.CHECKPOINTING
+_CANCELLED = JobState.CANCELLED
 
 PERIODIC_TIMEOUT = 30.0  # slurmctld.h: time limits are checked this often (s)
 _SUBMIT, _MAIN, _BACKFILL = "submit", "main", "backfill"
@@ -146,7 +151,7 @@ def default_conf(cluster: Cluster) -> SlurmConf:
 
 class _Pending:
     __slots__ = ("id", "job", "sj", "assoc", "_prio", "eligible", "never", "seq", "req",
-                 "tested", "tier", "order")
+                 "tested", "tier", "order", "cand")
 
     def __init__(self, job: Job, sj: SlurmJob, assoc: Assoc | None, seq: int, tier: int):
         self.id = job.id
@@ -160,6 +165,7 @@ class _Pending:
         self.never = False  # its dependency can never be met
         self.seq = seq
         self.prio = 0
+        self.cand: Candidate | None = None  # as backfill sees it, made at its first cycle
 
     @property
     def prio(self) -> int:
@@ -391,7 +397,7 @@ class SlurmPolicy(Policy):
         out = []
         for run in list(self.running.values()):
             state = run.job.state
-            if state is JobState.RUNNING or state is JobState.CHECKPOINTING:
+            if state is _RUNNING or state is _CHECKPOINTING:
                 continue
             del self.running[run.id]
             if run.view is not None:
@@ -499,7 +505,7 @@ class SlurmPolicy(Policy):
         return out
 
     def _observe_cancellations(self) -> bool:
-        gone = [p for p in self.pending.values() if p.job.state is JobState.CANCELLED]
+        gone = [p for p in self.pending.values() if p.job.state is _CANCELLED]
         for p in gone:
             del self.pending[p.id]
             if p.id in self.watched:
@@ -737,6 +743,8 @@ class SlurmPolicy(Policy):
             # The job cannot start: no later job may use this partition's nodes.
             failed.add(part)
             avail &= ~self.part_masks[part]
+            if not avail:
+                break  # no node left to any later job (every job asks for one at least)
         self.main_dirty = False
 
     def _background_catch_up(self, now: float) -> None:
@@ -826,27 +834,33 @@ class SlurmPolicy(Policy):
         if self.options.submit_after_backfill > 0:
             # Submitted in this second, after this cycle: the next one sees them.
             queue = [p for p in queue if p.job.submit + 1.0 <= now + _EPS]
-        for p in queue[:sched.bf_max_job_test]:
-            p.tested = True
-        # backfill_cycle's first test, made here before the candidates and the running
-        # jobs are built: only a job that fits its partition's free CPUs now can start,
-        # the jobs after the last such one only get expected starts, which nothing keeps,
-        # and most cycles of a long trace have no such job at all.
-        nodes, masks = self.nodes, self.part_masks
-        last = len(queue) - 1
-        while not self.exhaustive_backfill and last >= 0 and not nodes.could_fit(
-                queue[last].req, masks[queue[last].sj.partition]):
-            last -= 1
+        # Each job's candidate is made once (its nodes, limit and request do not change);
+        # only whether it may reserve depends on the cycle.
+        max_test = sched.bf_max_job_test
+        reserve_rules = bool(sched.bf_min_prio_reserve or sched.bf_min_age_reserve)
+        candidates = []
+        for i, p in enumerate(queue):
+            if i < max_test:
+                p.tested = True
+            cand = p.cand
+            if cand is None:
+                sj = p.sj
+                limit = min(sj.time_limit, conf.partitions[sj.partition].max_time)
+                cand = p.cand = Candidate(p.id, self.part_masks[sj.partition],
+                                          YEAR if limit == math.inf else limit, p.req, False)
+            if reserve_rules:
+                cand.no_reserve = self._no_reserve(p, now)
+            candidates.append(cand)
+        # backfill_cycle's first test, made here before the running jobs are built: only
+        # a job that fits its partition's free CPUs now can start, the jobs after the last
+        # such one only get expected starts, which nothing keeps, and most cycles of a
+        # long trace have no such job at all.
+        last = (len(candidates) - 1 if self.exhaustive_backfill
+                else last_fit(candidates, self.nodes))
         if last < 0:
             self._after_cycle(now, bool(queue))
             return
-        candidates = []
-        for p in queue[:last + 1]:
-            sj = p.sj
-            limit = min(sj.time_limit, conf.partitions[sj.partition].max_time)
-            candidates.append(Candidate(p.id, self.part_masks[sj.partition],
-                                        YEAR if limit == math.inf else limit,
-                                        p.req, self._no_reserve(p, now)))
+        del candidates[last + 1:]
 
         def start(job: Candidate, at: Placement) -> Running:
             run = self._start(self.pending[job.id], at, now, _BACKFILL, decisions)
@@ -892,7 +906,7 @@ class SlurmPolicy(Policy):
         # The same list from the views kept in end order since each start (ties in start
         # order, as the stable sort above leaves them), a guess that has passed moved to
         # the next second, and the completing jobs after the running ones they tie with.
-        out = [r if r.guess > now else Running(r.end, r.at, now + 1) for r in self.views]
+        out = guesses_at(self.views, now)
         for _, ended, run, _ in self.releasing:
             insort(out, self._running_of(run, now, ended), key=_by_end)
         return out

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 Place = tuple[tuple[int, int], ...]
+
+# int.bit_count as a function: a method call on an int is slower in compiled code.
+popcount: Final = int.bit_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +69,34 @@ class Placement:
         return tuple(out)
 
 
+def run_lists(mask: int) -> tuple[list[int], list[int]]:
+    """The first node and the length of each run of consecutive nodes in `mask`, in
+    order, as two lists."""
+    firsts: list[int] = []
+    lengths: list[int] = []
+    if mask <= 0:
+        return firsts, lengths
+    # The mask's binary digits ("0b" then the highest node first; node i at index
+    # top - i): the runs are found by str.rfind, in C, from the lowest node up, not by a
+    # handful of operations on a many-digit int per run.
+    bits = bin(mask)
+    top = len(bits) - 1
+    pos = bits.rfind("1")
+    while pos >= 2:
+        zero = bits.rfind("0", 2, pos)  # the digit just past this run, or none
+        firsts.append(top - pos)
+        if zero < 0:
+            lengths.append(pos - 1)
+            break
+        lengths.append(pos - zero)
+        pos = bits.rfind("1", 2, zero)
+    return firsts, lengths
+
+
 def runs_of(mask: int) -> list[tuple[int, int]]:
     """(first node, length) of each run of consecutive nodes in `mask`, in order."""
-    out = []
-    while mask:
-        low = mask & -mask
-        past = (mask + low) & ~mask  # the bit just after this run
-        first = low.bit_length() - 1
-        out.append((first, past.bit_length() - 1 - first))
-        mask &= ~(past - low)
-    return out
+    firsts, lengths = run_lists(mask)
+    return [(firsts[k], lengths[k]) for k in range(len(firsts))]
 
 
 class Nodes:
@@ -136,7 +157,7 @@ class Nodes:
         """Free CPUs of the nodes of `mask`."""
         idle = self.idle & mask
         if self.uniform:
-            cpus = idle.bit_count() * self.uniform
+            cpus = popcount(idle) * self.uniform
         else:
             cpus = 0
             while idle:
@@ -153,9 +174,14 @@ class Nodes:
         """Whether the request's CPUs and nodes are there at all (a necessary condition
         for the placement, from the masks)."""
         if req.exclusive:
-            return (self.idle & usable).bit_count() >= req.min_nodes
+            return popcount(self.idle & usable) >= req.min_nodes
         having = self.some & usable
-        return having.bit_count() >= req.min_nodes and self.cpus_in(having) >= req.cpus
+        count = popcount(having)
+        if count < req.min_nodes:
+            return False
+        if self.uniform and not self.part and self.some == self.idle:
+            return count * self.uniform >= req.cpus  # cpus_in(having): all of them idle
+        return self.cpus_in(having) >= req.cpus
 
     def place(self, req: Request, usable: int) -> Placement | None:
         if not self.could_fit(req, usable):
@@ -166,87 +192,95 @@ class Nodes:
 def eval_nodes(nodes: Nodes, usable: int, req: Request) -> Placement | None:
     """The placement cons_tres picks among the nodes of bitmask `usable` (each with a free
     CPU; idle ones for an exclusive job), or None."""
-    if usable.bit_count() < req.min_nodes:
+    if popcount(usable) < req.min_nodes:
         return None
-    runs = runs_of(usable)
+    firsts, lengths = run_lists(usable)
+    nruns = len(firsts)
     # Free CPUs of each run; nodes of equal size (the common case) need no lookup.
     uniform = nodes.uniform if (req.exclusive or not (usable & ~nodes.idle)) else 0
-    if uniform:
-        run_cpus = [length * uniform for _, length in runs]
-    else:
-        run_cpus = [sum(nodes.free_of(i) for i in range(first, first + length))
-                    for first, length in runs]
+    run_cpus: list[int] = []
+    for k in range(nruns):
+        if uniform:
+            run_cpus.append(lengths[k] * uniform)
+        else:
+            cpus = 0
+            for i in range(firsts[k], firsts[k] + lengths[k]):
+                cpus += nodes.free_of(i)
+            run_cpus.append(cpus)
     rem_cpus = req.cpus
     rem_nodes = req.min_nodes
     max_nodes = req.max_nodes
+    exclusive = req.exclusive
     full = 0
     partial: list[tuple[int, int]] = []
-    alive = [True] * len(runs)
+    alive = [True] * nruns
     total = nodes.total
     while max_nodes > 0:
         best = -1
         best_cpus = 0
         best_suff = False
-        for k, (_, length) in enumerate(runs):
+        for k in range(nruns):
             if not alive[k]:
                 continue
-            suff = run_cpus[k] >= rem_cpus and length >= rem_nodes
+            cpus = run_cpus[k]
+            suff = cpus >= rem_cpus and lengths[k] >= rem_nodes
             if best < 0:
                 new = True
             else:
-                new = ((suff and not best_suff) or (suff and run_cpus[k] < best_cpus)
-                       or (not suff and not best_suff and run_cpus[k] > best_cpus))
+                new = ((suff and not best_suff) or (suff and cpus < best_cpus)
+                       or (not suff and not best_suff and cpus > best_cpus))
             if new:
-                best, best_cpus, best_suff = k, run_cpus[k], suff
+                best, best_cpus, best_suff = k, cpus, suff
         if best < 0:
             break
-        first, length = runs[best]
-        take_from: range | list[int] = range(first, first + length)
+        # The nodes to take from: consecutive, [take_lo, take_lo + take_len).
+        take_lo = firsts[best]
+        take_len = lengths[best]
         if rem_nodes <= 1:
             if uniform:
                 if uniform >= rem_cpus:
-                    take_from = [first]
+                    take_len = 1
             else:
                 single, size = -1, 0
-                for i in take_from:
+                for i in range(take_lo, take_lo + take_len):
                     a = nodes.free_of(i)
                     if a >= rem_cpus and (single < 0 or a < size):
                         single, size = i, a
                         if size == rem_cpus:
                             break
                 if single >= 0:
-                    take_from = [single]
-        if uniform and (req.exclusive or (rem_nodes <= 1 and max_nodes * uniform >= rem_cpus)):
+                    take_lo, take_len = single, 1
+        if uniform and (exclusive or (rem_nodes <= 1 and max_nodes * uniform >= rem_cpus)):
             # Nodes of one size taken in index order, whole but for the last: a mask, not
             # a loop (a per-core request fills each node while more than a node is left).
-            if not req.exclusive and len(take_from) * uniform >= rem_cpus:
-                whole, rest = divmod(max(rem_cpus, 0), uniform)
+            if not exclusive and take_len * uniform >= rem_cpus:
+                want = max(rem_cpus, 0)
+                whole = want // uniform
+                rest = want % uniform
                 if whole == 0 and rest == 0:
                     whole = 1  # a node at least
-                if rest and whole < len(take_from):
-                    partial.append((take_from[0] + whole, rest))
+                if rest and whole < take_len:
+                    partial.append((take_lo + whole, rest))
                     rem_cpus -= rest
                     rem_nodes -= 1
                     max_nodes -= 1
                 count = whole
             else:
                 needed = max(rem_nodes, -(-max(rem_cpus, 0) // uniform))
-                count = min(len(take_from), max_nodes, needed)
+                count = min(take_len, max_nodes, needed)
             if count:
-                lo = take_from[0]
-                full |= ((1 << count) - 1) << lo
+                full |= ((1 << count) - 1) << take_lo
                 rem_cpus -= count * uniform
                 rem_nodes -= count
                 max_nodes -= count
         else:
-            for i in take_from:
+            for i in range(take_lo, take_lo + take_len):
                 if max_nodes == 0 or (rem_nodes <= 0 and rem_cpus <= 0):
                     break
                 a = uniform or nodes.free_of(i)
                 if max_nodes == 1 and a < rem_cpus:
                     continue
-                use = a if req.exclusive else min(a, max(rem_cpus - max(rem_nodes - 1, 0),
-                                                          1))
+                use = a if exclusive else min(a, max(rem_cpus - max(rem_nodes - 1, 0), 1))
                 if use == total[i]:
                     full |= 1 << i
                 else:
@@ -288,18 +322,29 @@ class Releases:
     skipped without that check. So a group that reaches such a job within its window
     also takes the next job that has usable nodes, however late it ends (in the
     partitions reference runs, a long job reserved at 150 s where the window ended at
-    127 s); and the window grows until it holds the job last peeked at."""
+    127 s); and the window grows until it holds the job last peeked at.
 
-    __slots__ = ("starts", "states", "ordered", "k", "window", "base", "scale", "now",
-                 "future", "usable")
+    Each step keeps the machine's masks (idle nodes, nodes with a free CPU, the partly
+    used nodes' free CPUs where there are any) and, on the usable nodes, the counts
+    `Nodes.could_fit` reads, so that a request is tested against a step by comparing
+    numbers; a `Nodes` of the step is made only to place a request that passes."""
 
-    def __init__(self, nodes: Nodes, usable: int, running: Sequence[Running], now: float,
+    __slots__ = ("starts", "idles", "somes", "parts", "nodes_free", "cpus_free",
+                 "nodes_idle", "usable", "ordered", "k", "window", "base", "scale", "now",
+                 "future")
+
+    def __init__(self, nodes: Nodes, usable: int, running: list[Running], now: float,
                  window_scale: int = 0, epoch: float = 0.0) -> None:
         self.starts: list[float] = []
-        self.states: list[Nodes] = []
+        self.idles: list[int] = []
+        self.somes: list[int] = []
+        self.parts: list[dict[int, int] | None] = []
+        self.nodes_free: list[int] = []  # nodes of `usable` with a free CPU
+        self.cpus_free: list[int] = []  # their free CPUs
+        self.nodes_idle: list[int] = []  # idle nodes of `usable`
+        self.usable = usable
         # `running` is in end order (stable: ties keep their order).
         self.ordered = list(running)
-        self.usable = usable
         self.k = 0
         self.window = 30
         self.scale = window_scale
@@ -348,12 +393,38 @@ class Releases:
         self.k = k
         self.window = window
         self.starts.append(last.end if last.end > self.now else last.guess)
-        # The last step's state is the future itself: nothing is released after it.
-        self.states.append(future.copy() if k < n else future)
+        having = future.some & usable
+        count = popcount(having)
+        self.idles.append(future.idle)
+        self.somes.append(future.some)
+        self.nodes_free.append(count)
+        if future.part:
+            self.parts.append(dict(future.part))
+        else:
+            self.parts.append(None)
+            if future.uniform and future.some == future.idle:
+                # Every node with a free CPU is idle: the counts are the one count.
+                self.cpus_free.append(count * future.uniform)
+                self.nodes_idle.append(count)
+                return True
+        self.cpus_free.append(future.cpus_in(having))
+        self.nodes_idle.append(popcount(future.idle & usable))
         return True
 
+    def fits(self, i: int, req: Request) -> bool:
+        """`Nodes.could_fit(req, usable)` on step i's machine."""
+        if req.exclusive:
+            return self.nodes_idle[i] >= req.min_nodes
+        return self.nodes_free[i] >= req.min_nodes and self.cpus_free[i] >= req.cpus
 
-def will_run(nodes: Nodes, usable: int, req: Request, running: Sequence[Running],
+    def state(self, i: int) -> Nodes:
+        """The machine after step i."""
+        future = self.future
+        return Nodes(future.total, future.uniform, self.idles[i], self.somes[i],
+                     self.parts[i])
+
+
+def will_run(nodes: Nodes, usable: int, req: Request, running: list[Running],
              now: float, window_scale: int = 0, now_only: bool = False,
              epoch: float = 0.0,
              steps: dict[int, Releases] | None = None) -> tuple[float, Placement] | None:
@@ -373,12 +444,15 @@ def will_run(nodes: Nodes, usable: int, req: Request, running: Sequence[Running]
         releases = Releases(nodes, usable, running, now, window_scale, epoch)
         if steps is not None:
             steps[usable] = releases
-    states = releases.states
+    starts = releases.starts
     i = 0
     while True:
-        if i == len(states) and not releases.step():
+        if i == len(starts) and not releases.step():
             return None
-        place = states[i].place(req, usable)
-        if place is not None:
-            return releases.starts[i], place
+        if releases.fits(i, req):  # Nodes.place: could_fit, then the node choice
+            state = releases.state(i)
+            place = eval_nodes(state, usable & (state.idle if req.exclusive else state.some),
+                               req)
+            if place is not None:
+                return starts[i], place
         i += 1
