@@ -183,12 +183,16 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                    running: list[Running], all_nodes: int, res: int, window: float,
                    max_test: int, max_start: int, window_scale: int, epoch: float,
                    start: Callable[[Candidate, Placement], Running],
-                   more: bool = False, exhaustive: bool = False) -> tuple[bool, int]:
+                   more: bool = False, exhaustive: bool = False,
+                   plans: list[tuple[float, int, float, int]] | None = None
+                   ) -> tuple[bool, int]:
     """Run one cycle; `start(candidate, placement)` starts a job now and returns it as a
     running job. `running` is sorted by expected end. `more`: jobs that cannot start now
     wait after the candidates (the caller left them out). `exhaustive` tests every job
     up to the last that could start when the cycle began, in full (the tests' reference
-    for the shortcuts). Returns (whether any job got
+    for the shortcuts). `plans`, if given, gets (now, job, expected start, nodes) of
+    every reservation made, as Slurm logs them (`_dump_job_sched`). Returns (whether any
+    job got
     an expected start — Slurm's update that keeps the agent cycling — and jobs
     started)."""
     # Only a job that fits the free CPUs of its partition now can start in this cycle:
@@ -278,6 +282,8 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                     break  # no later start to try (Slurm would spin to bf_max_time)
                 start_res = when
                 continue
+            if plans is not None:
+                plans.append((now, job.id, when, place.mask))
             space.reserve(s0, e0, place.mask)
             break
         if max_start and started >= max_start:

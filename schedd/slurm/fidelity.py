@@ -145,10 +145,12 @@ def decay_phase(run: Path, calc_period: float, max_age: float,
     return float(max(counts, key=lambda k: (counts[k], -k)))
 
 
-def simulate_run(run: Path, policy_name: str = "slurm", **options: str) -> Simulated:
+def simulate_run(run: Path, policy_name: str = "slurm", record_plans: bool = False,
+                 **options: str) -> Simulated:
     """Simulate a reference run's sacct output with its slurm.conf and associations (the
     decay thread's phase from the run's sprio snapshots where it has them). Another
-    `policy_name` runs that policy on the same machine and jobs instead (a baseline)."""
+    `policy_name` runs that policy on the same machine and jobs instead (a baseline).
+    `record_plans` keeps the slurm policy's backfill reservations (`plans`)."""
     import time
 
     imported = import_log("slurm", str(run / "sacct.txt"))
@@ -166,6 +168,8 @@ def simulate_run(run: Path, policy_name: str = "slurm", **options: str) -> Simul
                                                 [f"{k}={v}" for k, v in options.items()]),
                                   setup.cluster)
         setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+        if record_plans:
+            policy.plans = []
         engine_options = EngineOptions(**policy.engine_overrides())
     else:
         policy = make_policy(policy_name, [f"{k}={v}" for k, v in options.items()],

@@ -204,6 +204,9 @@ class SlurmPolicy(Policy):
     processes_eccs = False
     # Tests' reference: every backfill cycle built and run in full, no shortcut taken.
     exhaustive_backfill = False
+    # Set to a list, every backfill reservation: (cycle, job, expected start, node mask),
+    # as Slurm's DebugFlags=Backfill logs them (bench/slurm_reservations.py).
+    plans: list[tuple[float, int, float, int]] | None = None
 
     def __init__(self, options: SlurmOptions, cluster: Cluster):
         super().__init__(options, cluster)
@@ -870,7 +873,7 @@ class SlurmPolicy(Policy):
             now, candidates, self.nodes, self._running_view(now), self.all_mask,
             max(sched.bf_resolution, 1), float(sched.bf_window), sched.bf_max_job_test,
             sched.bf_max_job_start, sched.bf_window_scale, float(self.options.epoch), start,
-            len(queue) > last + 1, self.exhaustive_backfill)
+            len(queue) > last + 1, self.exhaustive_backfill, self.plans)
         self._after_cycle(now, estimates)
 
     def _after_cycle(self, now: float, estimates: bool) -> None:
