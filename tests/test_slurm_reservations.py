@@ -47,3 +47,21 @@ def test_a_plan_that_differs_from_slurms_is_reported(tmp_path: Path) -> None:
     assert theirs == (90.0, frozenset(f"n{i}" for i in range(6, 14)))
     assert ours == (150.0, frozenset(f"n{i}" for i in range(5, 13)))
     assert slurm_reservations.main([str(run)]) == 0
+
+
+def test_slurms_cycles_replayed_from_its_own_state_start_and_plan_as_slurm() -> None:
+    # bench/slurm_cycles.py: each cycle Slurm logged, run on the emulation's cycle from
+    # the state the log gives at that instant. basic-bf2/r9: every start and every plan
+    # the same (3,964 plans, 2026-11-29); partitions/r9: one cycle of 265 differs.
+    import slurm_cycles
+
+    basic = slurm_cycles.replay(RUNS / "basic-bf2" / "r9")
+    assert basic.cycles >= 250 and basic.plans_agree >= 3000
+    assert basic.starts_agree == basic.cycles and not basic.differ, basic.differ[:3]
+    parts = slurm_cycles.replay(RUNS / "partitions" / "r9")
+    assert parts.cycles >= 250
+    assert parts.starts_agree >= parts.cycles - 2
+    assert parts.plans_agree >= 0.95 * (parts.plans_agree + len(parts.differ))
+    # Multifactor priorities move between the log's records: not replayed.
+    mf = slurm_cycles.replay(RUNS / "multifactor-fs" / "r9")
+    assert mf.cycles == 0 and mf.skipped

@@ -236,3 +236,32 @@ def test_fair_tree_reproduces_a_real_slurms_sshare() -> None:
     fairshare.fair_tree(assocs)
     got = {(a.account, a.user): a.fs_factor for a in assocs.user_assocs}
     assert got == pytest.approx(expected, abs=1e-6)
+
+
+def test_node_space_merges_one_pair_of_equal_neighbours_per_reservation() -> None:
+    # backfill.c `_add_reservation`: after taking the nodes, the first two neighbouring
+    # records with the same nodes, from the record before the reservation's to the one
+    # after it, are merged — one pair per reservation ("up to one record").
+    from schedd.slurm.backfill import NodeSpace
+
+    def records(space: NodeSpace) -> list[tuple[float, float, int]]:
+        return list(zip(space.begin, space.end, space.mask, strict=True))
+
+    full = 0b1111
+    space = NodeSpace(0.0, 1000.0, full, 10)
+    space.reserve(100.0, 200.0, full)
+    space.reserve(200.0, 300.0, full)  # [100, 200) and [200, 300) both empty: merged
+    assert records(space) == [(0.0, 100.0, full), (100.0, 300.0, 0), (300.0, 1000.0, full)]
+    space.reserve(300.0, 400.0, full)
+    assert records(space) == [(0.0, 100.0, full), (100.0, 400.0, 0), (400.0, 1000.0, full)]
+    # A job of 50 s from 120: every node is taken over [120, 170]; the merged record's
+    # next frees them, so its end is the later start to try. As three records, the walk
+    # would stop at the second (it begins after 170) without finding one.
+    assert space.available(full, 120.0, 170.0) == (0, 400.0)
+    # One merge only: two nodes taken over [100, 200), then [300, 400), then [200, 300)
+    # leaves three equal records in a row; the first pair merges, the second does not.
+    space = NodeSpace(0.0, 1000.0, full, 10)
+    for start in (100.0, 300.0, 200.0):
+        space.reserve(start, start + 100.0, 0b0011)
+    assert records(space) == [(0.0, 100.0, full), (100.0, 300.0, 0b1100),
+                              (300.0, 400.0, 0b1100), (400.0, 1000.0, full)]

@@ -142,23 +142,40 @@ class NodeSpace:
         return False
 
     def reserve(self, start: float, end: float, mask: int) -> None:
-        """Take `mask` off the map over [start, end) (at least one resolution long)."""
+        """Take `mask` off the map over [start, end) (at least one resolution long), then
+        merge the first two neighbouring records left with the same nodes, from the
+        record before the reservation's to the one after it — once, as Slurm's
+        `_add_reservation` does ("up to one record"). Which records are merged matters:
+        a job's later start is the end of a record whose next frees more nodes, and a
+        merged run of fully taken records reaches past the job's end to the record that
+        frees them (a 6-node job in basic-bf2/r9's cycle at 237 s, which Slurm planned at
+        503 s where separate records left it no start)."""
         begins, ends, masks = self.begin, self.end, self.mask
         start = max(start, begins[0])
         if end < start + self.res:
             end = start + self.res
-        i = 0
         n = len(begins)
-        while i < n and ends[i] <= start:
+        i = 0
+        before = 0  # Slurm's one_before: the last record passed before `start`'s
+        while i < n and ends[i] < start:
+            before = i
             i += 1
         if i == n:
             return
-        if begins[i] < start:  # split the record holding `start`
+        head_old = -1  # the head record's nodes where the reservation begins with it
+        if ends[i] == start:
+            i += 1  # a record ends at `start`: the reservation begins with the next
+        elif begins[i] < start:  # split the record holding `start`
             begins.insert(i + 1, start)
             ends.insert(i + 1, ends[i])
             masks.insert(i + 1, masks[i])
             ends[i] = start
             i += 1
+        else:
+            # `start` is the map's own beginning: Slurm leaves an empty record there with
+            # the old nodes, the first of the neighbours it compares.
+            head_old = masks[i]
+        after = -1  # Slurm's one_after: the record after the reservation's last
         while i < len(begins) and begins[i] < end:
             if end < ends[i]:
                 begins.insert(i + 1, end)
@@ -166,8 +183,22 @@ class NodeSpace:
                 masks.insert(i + 1, masks[i])
                 ends[i] = end
             masks[i] &= ~mask
+            if ends[i] == end:
+                if i + 1 < len(begins):
+                    after = i + 1
+                break
             i += 1
-
+        if head_old >= 0 and head_old == masks[0]:
+            return  # the empty record and the head merge: the one merge is spent
+        k = before
+        while k != after and k + 1 < len(begins):
+            if masks[k] == masks[k + 1]:
+                ends[k] = ends[k + 1]
+                del begins[k + 1]
+                del ends[k + 1]
+                del masks[k + 1]
+                return
+            k += 1
 
 def guesses_at(running: list[Running], now: float) -> list[Running]:
     """The running jobs as the will-run test sees them at `now`: a guessed end that has

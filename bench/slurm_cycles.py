@@ -1,0 +1,258 @@
+"""Every backfill cycle Slurm logged, replayed on the emulation's cycle from Slurm's own
+state at that instant: does it plan and start what Slurm did?
+
+    .venv/bin/python bench/slurm_cycles.py [RUN_DIR ...]   # default: every run whose
+                                                          # timeline has reservations
+
+bench/slurm_reservations.py compares the two schedulers only while their schedules agree,
+the first minute or so of a run. This one rebuilds, at each of Slurm's cycles, what its
+log says the machine held: the running jobs (their nodes from the log, their CPUs from
+sacct, their expected ends from their start and time limit), and the waiting jobs (sacct's
+priority, partition and eligible time, in Slurm's queue order). It runs the emulation's
+cycle on that state at that second and compares the jobs it starts and the expected
+start and nodes of each job it plans with the `start_backfill` and `reserve` rows Slurm
+logged in that cycle. The log's instants are to the millisecond, so a submission, start
+or end in the cycle's own second falls on the side of the cycle it fell on in Slurm. A
+cycle is skipped where the log cannot give the state exactly: a job ended but not yet
+released (its epilog running), or a per-core job spread over several nodes (sacct does
+not say how many CPUs on each); and a multifactor run is skipped whole (its priorities
+move between cycles, and sacct keeps only the last).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from schedd.slurm.backfill import Candidate, backfill_cycle  # noqa: E402
+from schedd.slurm.hostlist import expand  # noqa: E402
+from schedd.slurm.importers import import_log  # noqa: E402
+from schedd.slurm.machine import SlurmSetup  # noqa: E402
+from schedd.slurm.policy import YEAR, SlurmPolicy  # noqa: E402
+from schedd.slurm.select import Nodes, Placement, Running  # noqa: E402
+from schedd.traces import normalize  # noqa: E402
+
+RUNS = ROOT / "bench" / "slurm_reference" / "runs"
+
+Plan = tuple[float, frozenset[str]]
+
+
+@dataclass
+class Instants:
+    """One job's instants in slurmctld's log (Unix time), and its nodes."""
+
+    submit: float = math.inf
+    start: float = math.inf
+    nodes: str = ""
+    end: float = math.inf
+    release: float = math.inf
+
+
+@dataclass
+class Replay:
+    run: str
+    cycles: int = 0  # cycles replayed
+    skipped: dict[str, int] = field(default_factory=dict)
+    starts_agree: int = 0
+    plans_agree: int = 0
+    differ: list[str] = field(default_factory=list)
+
+
+def _unix(text: str) -> float:
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+def read_log(run: Path) -> tuple[dict[int, Instants], list[tuple[float, dict[int, Plan],
+                                                                   dict[int, frozenset[str]]]]]:
+    """Each job's instants, and each cycle: (instant, its plans, its starts)."""
+    jobs: dict[int, Instants] = {}
+    cycles: list[tuple[float, dict[int, Plan], dict[int, frozenset[str]]]] = []
+    for line in (run / "timeline.tsv").read_text().splitlines()[1:]:
+        cells = line.split("\t") + [""] * 5
+        at, event = float(cells[0]), cells[1]
+        if event == "backfill_cycle":
+            cycles.append((at, {}, {}))
+            continue
+        job = int(cells[2])
+        inst = jobs.setdefault(job, Instants())
+        if event == "submit":
+            inst.submit = min(inst.submit, at)
+        elif event in ("start_main", "start_backfill") and inst.start == math.inf:
+            inst.start, inst.nodes = at, cells[3]
+            if event == "start_backfill" and cycles:
+                cycles[-1][2][job] = frozenset(expand(cells[3]))
+        elif event == "end":
+            inst.end = min(inst.end, at)
+        elif event == "release":
+            inst.release = min(inst.release, at)
+        elif event == "reserve" and cycles and cells[4]:
+            cycles[-1][1][job] = (float(cells[4]), frozenset(expand(cells[3])))
+    return jobs, cycles
+
+
+def replay(run: Path) -> Replay:
+    out = Replay(f"{run.parent.name}/{run.name}")
+    setup = SlurmSetup.read(str(run / "slurm.conf"),
+                            str(run / "assoc.txt") if (run / "assoc.txt").exists() else None)
+    conf = setup.conf
+    if conf.priority.multifactor:
+        out.skipped["priorities move (multifactor)"] = 1
+        return out
+    imported = import_log("slurm", str(run / "sacct.txt"))
+    trace = normalize(imported.trace, procs_per_node=1, max_nodes=10**9)
+    _, table = setup.prepare(trace)
+    with open(run / "sacct.txt", newline="") as f:
+        rows = {int(r["JobIDRaw"]): r for r in csv.DictReader(f, delimiter="|")}
+    log, cycles = read_log(run)
+    names = list(conf.node_names)
+    masks = []
+    for part in conf.partitions:
+        mask = 0
+        for node in part.nodes:
+            mask |= 1 << node
+        masks.append(mask)
+    all_mask = (1 << len(names)) - 1
+    sched = conf.sched
+
+    def limit_of(job: int) -> float:
+        sj = table.jobs[job]
+        limit = min(sj.time_limit, conf.partitions[sj.partition].max_time)
+        return YEAR if limit == math.inf else limit
+
+    def guess(job: int, end: float, now: float) -> float:
+        sj = table.jobs[job]
+        over = conf.partitions[sj.partition].over_time_limit
+        over = conf.over_time_limit if over is None else over
+        if over == 0:
+            g = end + conf.kill_wait
+        elif over == math.inf:
+            g = now + limit_of(job)
+        else:
+            g = end + conf.kill_wait + over * 60
+        return g if g > now else now + 1
+
+    for at, plans, starts in cycles:
+        now = float(math.floor(at))
+        why = ""
+        nodes = Nodes(list(conf.node_cpus))
+        running: list[tuple[float, float, int, Running]] = []
+        waiting = []
+        for job, inst in log.items():
+            if job not in table.jobs or job not in rows:
+                continue
+            if inst.start < at <= inst.release:
+                if inst.end < at:
+                    why = "a job's epilog running"
+                    break
+                sj = table.jobs[job]
+                picked = [names.index(n) for n in expand(inst.nodes)]
+                if sj.exclusive:
+                    place = Placement(sum(1 << i for i in picked))
+                elif len(picked) == 1:
+                    place = Placement(0, ((picked[0], int(rows[job]["NCPUS"])),))
+                else:
+                    why = "a per-core job on several nodes"
+                    break
+                nodes.take(place)
+                end = math.floor(inst.start) + limit_of(job)
+                running.append((end, inst.start, job, Running(end, place, guess(job, end, now))))
+            elif inst.submit < at <= inst.start or (
+                    inst.submit < at and inst.start == math.inf and inst.end > at):
+                row = rows[job]
+                if row["Start"] in ("None", "Unknown", "") and row["End"] not in (
+                        "None", "Unknown", "") and _unix(row["End"]) <= now:
+                    continue  # cancelled while it waited (sacct's End)
+                eligible = row["Eligible"]
+                if eligible in ("Unknown", "None", "") or _unix(eligible) > now:
+                    continue
+                waiting.append(job)
+        if why:
+            out.skipped[why] = out.skipped.get(why, 0) + 1
+            continue
+        running.sort(key=lambda r: (r[0], r[1]))
+        tier = {job: conf.partitions[table.jobs[job].partition].priority_tier
+                for job in waiting}
+        waiting.sort(key=lambda j: (-tier[j], -int(rows[j]["Priority"]),
+                                    _unix(rows[j]["Submit"]), j))
+        candidates = [Candidate(j, masks[table.jobs[j].partition], limit_of(j),
+                                SlurmPolicy._request(table.jobs[j]), False)
+                      for j in waiting]
+        started: dict[int, frozenset[str]] = {}
+
+        def start(job: Candidate, place: Placement, nodes: Nodes = nodes,
+                  started: dict[int, frozenset[str]] = started,
+                  now: float = now) -> Running:
+            nodes.take(place)  # as the policy's start does
+            started[job.id] = frozenset(names[i] for i in range(len(names))
+                                        if place.mask >> i & 1)
+            end = now + job.limit
+            return Running(end, place, guess(job.id, end, now))
+
+        mine: list[tuple[float, int, float, int]] = []
+        backfill_cycle(now, candidates, nodes, [r[3] for r in running], all_mask,
+                       max(sched.bf_resolution, 1), float(sched.bf_window),
+                       sched.bf_max_job_test, sched.bf_max_job_start,
+                       sched.bf_window_scale, 0.0, start, False, False, mine)
+        out.cycles += 1
+        stamp = f"cycle at {at - log_start(log):.3f} s"
+        if started == starts:
+            out.starts_agree += 1
+        else:
+            out.differ.append(f"{stamp}: Slurm started {_fmt_starts(starts)}, "
+                              f"schedd {_fmt_starts(started)}")
+        for _, job, when, mask in mine:
+            if job not in plans:
+                continue
+            theirs = plans[job]
+            ours = (when, frozenset(names[i] for i in range(len(names)) if mask >> i & 1))
+            if abs(theirs[0] - ours[0]) <= 1 and theirs[1] == ours[1]:
+                out.plans_agree += 1
+            else:
+                out.differ.append(
+                    f"{stamp}, job {job}: Slurm {theirs[0] - log_start(log):.0f} s on "
+                    f"{','.join(sorted(theirs[1]))}; schedd {ours[0] - log_start(log):.0f} s "
+                    f"on {','.join(sorted(ours[1]))}")
+    return out
+
+
+def log_start(log: dict[int, Instants]) -> float:
+    return math.floor(min(inst.submit for inst in log.values()))
+
+
+def _fmt_starts(starts: dict[int, frozenset[str]]) -> str:
+    if not starts:
+        return "none"
+    return "; ".join(f"{job} on {','.join(sorted(nodes))}" for job, nodes in sorted(starts.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="*", type=Path,
+                        help="run directories (default: every committed run whose "
+                             "timeline.tsv has reserve rows)")
+    parser.add_argument("--show", type=int, default=10, help="differences to print per run")
+    args = parser.parse_args(argv)
+    runs = args.runs or sorted(p.parent for p in RUNS.glob("*/*/timeline.tsv")
+                               if "\treserve\t" in p.read_text())
+    for run in runs:
+        r = replay(run)
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(r.skipped.items())) or "none"
+        print(f"{r.run}: {r.cycles} cycles replayed; starts as Slurm's in "
+              f"{r.starts_agree}; {r.plans_agree} plans as Slurm's, "
+              f"{len(r.differ)} differences; skipped: {skipped}")
+        for line in r.differ[:args.show]:
+            print("  " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
