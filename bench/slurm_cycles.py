@@ -241,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
                              "timeline.tsv has reserve rows)")
     parser.add_argument("--show", type=int, default=10, help="differences to print per run")
     args = parser.parse_args(argv)
-    runs = args.runs or sorted(p.parent for p in RUNS.glob("*/*/timeline.tsv")
-                               if "\treserve\t" in p.read_text())
+    from slurm_reservations import runs_with_plans
+
+    runs = args.runs or runs_with_plans()
     for run in runs:
         r = replay(run)
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(r.skipped.items())) or "none"

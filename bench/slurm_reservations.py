@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, ROOT / "bench"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from schedd.slurm.fidelity import simulate_run  # noqa: E402
-from schedd.slurm.hostlist import expand  # noqa: E402
 from schedd.slurm.importers import import_log  # noqa: E402
 
 RUNS = ROOT / "bench" / "slurm_reference" / "runs"
@@ -49,25 +49,22 @@ class Comparison:
         return self.agree + len(self.differ)
 
 
+def runs_with_plans() -> list[Path]:
+    """Every committed run whose timeline.tsv has the cycles' reservations."""
+    return sorted(p.parent for p in RUNS.glob("*/*/timeline.tsv")
+                  if "\treserve\t" in p.read_text())
+
+
 def slurms_plans(run: Path, epoch: float) -> tuple[dict[int, dict[int, Plan]], set[int]]:
-    """second -> {job: plan} of each logged cycle, and the seconds in which a job ended."""
-    cycles: dict[int, dict[int, Plan]] = {}
-    ends: set[int] = set()
-    current: dict[int, Plan] | None = None
-    lines = (run / "timeline.tsv").read_text().splitlines()
-    for line in lines[1:]:
-        cells = line.split("\t")
-        if len(cells) < 3:
-            continue
-        at = float(cells[0]) - epoch
-        event = cells[1]
-        if event == "backfill_cycle":
-            current = cycles.setdefault(math.floor(at), {})
-        elif event == "end":
-            ends.add(math.floor(at))
-        elif event == "reserve" and current is not None and len(cells) >= 5 and cells[4]:
-            current[int(cells[2])] = (float(cells[4]) - epoch,
-                                      frozenset(expand(cells[3])))
+    """second -> {job: plan} of each logged cycle, and the seconds in which a job ended
+    (`slurm_cycles.read_log`'s instants, as seconds after time 0)."""
+    from slurm_cycles import read_log
+
+    jobs, logged = read_log(run)
+    cycles = {math.floor(at - epoch): {job: (start - epoch, nodes)
+                                      for job, (start, nodes) in plans.items()}
+              for at, plans, _ in logged}
+    ends = {math.floor(inst.end - epoch) for inst in jobs.values() if inst.end < math.inf}
     return cycles, ends
 
 
@@ -108,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="run directories (default: every committed run whose "
                              "timeline.tsv has reserve rows)")
     args = parser.parse_args(argv)
-    runs = args.runs or sorted(p.parent for p in RUNS.glob("*/*/timeline.tsv")
-                               if "\treserve\t" in p.read_text())
+    runs = args.runs or runs_with_plans()
     if not runs:
         print("no run with reservations in its timeline.tsv", file=sys.stderr)
         return 1

@@ -21,8 +21,7 @@ CYCLE_42 = "1795944005.786\treserve\t5\tn[5-12]\t1795944113"
 
 
 def test_every_plan_compared_is_slurms_own() -> None:
-    runs = sorted(p.parent for p in RUNS.glob("*/*/timeline.tsv")
-                  if "\treserve\t" in p.read_text())
+    runs = slurm_reservations.runs_with_plans()
     assert len(runs) >= 3
     compared = 0
     for run in runs:
