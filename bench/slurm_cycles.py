@@ -164,7 +164,8 @@ def replay(run: Path) -> Replay:
                     break
                 nodes.take(place)
                 end = math.floor(inst.start) + limit_of(job)
-                running.append((end, inst.start, job, Running(end, place, guess(job, end, now))))
+                running.append((end, inst.start, job,
+                                Running(end, place, guess(job, end, now), job)))
             elif inst.submit < at <= inst.start or (
                     inst.submit < at and inst.start == math.inf and inst.end > at):
                 row = rows[job]
@@ -178,7 +179,8 @@ def replay(run: Path) -> Replay:
         if why:
             out.skipped[why] = out.skipped.get(why, 0) + 1
             continue
-        running.sort(key=lambda r: (r[0], r[1]))
+        # slurmctld's job list is in submission order, which Slurm's ids follow
+        running.sort(key=lambda r: (r[0], r[2]))
         tier = {job: conf.partitions[table.jobs[job].partition].priority_tier
                 for job in waiting}
         waiting.sort(key=lambda j: (-tier[j], -int(rows[j]["Priority"]),
@@ -190,12 +192,15 @@ def replay(run: Path) -> Replay:
 
         def start(job: Candidate, place: Placement, nodes: Nodes = nodes,
                   started: dict[int, frozenset[str]] = started,
-                  now: float = now) -> Running:
+                  now: float = now, starts: dict[int, frozenset[str]] = starts) -> Running:
             nodes.take(place)  # as the policy's start does
             started[job.id] = frozenset(names[i] for i in range(len(names))
                                         if place.mask >> i & 1)
-            end = now + job.limit
-            return Running(end, place, guess(job.id, end, now))
+            # Slurm reads its clock again after each test: a cycle begun at .999 s
+            # starts its jobs in the next second, as the log's instant of the start says.
+            begun = math.floor(log[job.id].start) if job.id in starts else now
+            end = begun + job.limit
+            return Running(end, place, guess(job.id, end, now), job.id)
 
         mine: list[tuple[float, int, float, int]] = []
         backfill_cycle(now, candidates, nodes, [r[3] for r in running], all_mask,

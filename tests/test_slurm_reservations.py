@@ -50,17 +50,17 @@ def test_a_plan_that_differs_from_slurms_is_reported(tmp_path: Path) -> None:
 
 def test_slurms_cycles_replayed_from_its_own_state_start_and_plan_as_slurm() -> None:
     # bench/slurm_cycles.py: each cycle Slurm logged, run on the emulation's cycle from
-    # the state the log gives at that instant. basic-bf2/r9: every start and every plan
-    # the same (3,964 plans, 2026-11-29); partitions/r9: one cycle of 265 differs.
+    # the state the log gives at that instant: every start and every plan the same
+    # (basic-bf2/r9: 3,964 plans in 295 cycles; partitions/r9: 2,120 in 265, since
+    # running jobs that end in the same second are walked in submission order).
     import slurm_cycles
 
     basic = slurm_cycles.replay(RUNS / "basic-bf2" / "r9")
     assert basic.cycles >= 250 and basic.plans_agree >= 3000
     assert basic.starts_agree == basic.cycles and not basic.differ, basic.differ[:3]
     parts = slurm_cycles.replay(RUNS / "partitions" / "r9")
-    assert parts.cycles >= 250
-    assert parts.starts_agree >= parts.cycles - 2
-    assert parts.plans_agree >= 0.95 * (parts.plans_agree + len(parts.differ))
+    assert parts.cycles >= 250 and parts.plans_agree >= 2000
+    assert parts.starts_agree == parts.cycles and not parts.differ, parts.differ[:3]
     # Multifactor priorities move between the log's records: not replayed.
     mf = slurm_cycles.replay(RUNS / "multifactor-fs" / "r9")
     assert mf.cycles == 0 and mf.skipped

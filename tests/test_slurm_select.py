@@ -111,6 +111,51 @@ def test_will_run_skips_a_job_off_the_usable_nodes_without_closing_the_window() 
     assert will_run(nodes, 0b1110, two, late, now=0.0)[0] == 90.0
 
 
+def test_jobs_ending_in_the_same_second_are_walked_in_submission_order() -> None:
+    # `_will_run_test` sorts slurmctld's job list, which is in submission order, by
+    # end_time with glibc's qsort (a stable merge sort): jobs ending in the same second
+    # keep their submission order, whatever order they started in. Four nodes of one
+    # CPU, exclusive jobs; now 0, records of 10 s. Before the cycle, node 3 is busy
+    # until 200 and node 2 until 300. The cycle starts job 2 (usable: node 0) and then
+    # job 1 (node 1), both until 100: job 2 is first by priority (another partition's
+    # tier, say), job 1 by submission. Job 9 may use nodes 0 and 2, for 50 s.
+    # Node 2 alone gives 300; job 2's reservation holds node 0 until 100, so 100 is
+    # tried. The walk (job 1, job 2, node 3's, node 2's): job 1 has no usable node and
+    # is skipped; job 2 is released, the window is 100 rounded up to 120 plus 30 s, and
+    # the peek, node 3's job (200), closes the group: node 0 at 100.
+    from schedd.slurm.backfill import Candidate, backfill_cycle
+    from schedd.slurm.select import by_end_then_submission
+
+    nodes = nodes_with([1, 1, 1, 1], {2: 1, 3: 1})
+    one = Request(1, 1, 1, True)
+    running = [Running(200.0, Placement(0b1000), 200.0, 3),
+               Running(300.0, Placement(0b0100), 300.0, 4)]
+    candidates = [Candidate(2, 0b0001, 100.0, one, False),
+                  Candidate(1, 0b0010, 100.0, one, False),
+                  Candidate(9, 0b0101, 50.0, one, False)]
+
+    def start(job: Candidate, at: Placement) -> Running:
+        nodes.take(at)
+        return Running(job.limit, at, job.limit, job.id)  # submission order = id here
+
+    plans: list[tuple[float, int, float, int]] = []
+    # exhaustive: job 9 is planned though nothing can start after it (the cycle's own
+    # shortcut stops there, the plan changing nothing then)
+    backfill_cycle(0.0, candidates, nodes, running, ALL4, 10, 1000.0, 100, 0, 0, 0.0,
+                   start, exhaustive=True, plans=plans)
+    assert [run.seq for run in running] == [1, 2, 3, 4]
+    assert plans == [(0.0, 9, 100.0, 0b0001)]
+    # In the order they started (job 2, then job 1), the peek after job 2's release
+    # is job 1 (100, inside the window): the group goes on past node 3's job to node
+    # 2's, and the start is 300 — where Slurm planned 100.
+    started = sorted(running, key=lambda run: run.end)
+    started[0], started[1] = started[1], started[0]
+    assert [run.seq for run in started] == [2, 1, 3, 4]
+    assert will_run(nodes, 0b0101, one, started, now=0.0)[0] == 300.0
+    assert will_run(nodes, 0b0101, one, sorted(started, key=by_end_then_submission),
+                    now=0.0)[0] == 100.0
+
+
 def test_will_run_past_a_jobs_limit_guesses_its_end() -> None:
     nodes = nodes_with([1], {0: 1})
     running = [Running(50.0, Placement(0b1), 80.0)]  # end 50 passed: killed by 80

@@ -24,7 +24,8 @@ from bisect import insort
 from collections.abc import Callable
 from typing import Any
 
-from .select import Nodes, Placement, Releases, Request, Running, popcount, will_run
+from .select import (Nodes, Placement, Releases, Request, Running, by_end_then_submission,
+                     popcount, will_run)
 
 
 class Candidate:
@@ -203,11 +204,7 @@ class NodeSpace:
 def guesses_at(running: list[Running], now: float) -> list[Running]:
     """The running jobs as the will-run test sees them at `now`: a guessed end that has
     passed moved to the next second."""
-    return [r if r.guess > now else Running(r.end, r.at, now + 1) for r in running]
-
-
-def _by_end(run: Running) -> float:
-    return run.end
+    return [r if r.guess > now else Running(r.end, r.at, now + 1, r.seq) for r in running]
 
 
 def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
@@ -218,7 +215,7 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                    plans: list[tuple[float, int, float, int]] | None = None
                    ) -> tuple[bool, int]:
     """Run one cycle; `start(candidate, placement)` starts a job now and returns it as a
-    running job. `running` is sorted by expected end. `more`: jobs that cannot start now
+    running job. `running` is sorted by expected end, then submission. `more`: jobs that cannot start now
     wait after the candidates (the caller left them out). `exhaustive` tests every job
     up to the last that could start when the cycle began, in full (the tests' reference
     for the shortcuts). `plans`, if given, gets (now, job, expected start, nodes) of
@@ -288,7 +285,7 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                 tested.clear()
                 steps.clear()
                 run = start(job, place)
-                insort(running, run, key=_by_end)
+                insort(running, run, key=by_end_then_submission)
                 started += 1
                 # Fewer CPUs are free: the last job that could start now may come sooner.
                 while not exhaustive and last > i and not nodes.could_fit(candidates[last].req,

@@ -52,7 +52,7 @@ from .conf import Partition, SlurmConf, SlurmConfError, read_slurm_conf
 from .jobs import AFTERNOTOK, AFTEROK, SlurmJob, default_job
 from .priority import PriorityModel
 from .qos import QosError, read_qos
-from .select import Nodes, Placement, Request, Running
+from .select import Nodes, Placement, Request, Running, by_end_then_submission
 
 YEAR = 365 * 86400.0
 
@@ -181,10 +181,11 @@ class _Pending:
 
 
 class _Run:
-    __slots__ = ("id", "job", "sj", "assoc", "at", "start", "end", "view", "by_tick")
+    __slots__ = ("id", "seq", "job", "sj", "assoc", "at", "start", "end", "view", "by_tick")
 
     def __init__(self, p: _Pending, at: Placement, start: float):
         self.id = p.id
+        self.seq = p.seq  # submission order: breaks ties of end in the will-run test
         self.job = p.job
         self.sj = p.sj
         self.assoc = p.assoc
@@ -693,7 +694,7 @@ class SlurmPolicy(Policy):
         if self.static_guess:
             # The guess as it stands, not yet moved past `now` (_running_view does that).
             run.view = self._running_of(run, -math.inf)
-            insort(self.views, run.view, key=_by_end)
+            insort(self.views, run.view, key=by_end_then_submission)
         decisions.append(Start(p.id, place=at.place(self.nodes.total)) if self.placed
                          else Start(p.id))
         self.started_by[p.id] = how
@@ -895,23 +896,23 @@ class SlurmPolicy(Policy):
                     and now - p.eligible < sched.bf_min_age_reserve)
 
     def _running_view(self, now: float) -> list[Running]:
-        """Running jobs in order of expected end (the will-run test's order), and jobs
-        that ended but hold their nodes until their epilog completes: cons_common's
-        `_will_run_test` releases those "cleaning" jobs too, at `_guess_job_end` of
-        their real end. Without them a job waiting for their nodes could get no
-        expected start, and backfill would start others on the nodes it waits for."""
+        """Running jobs in order of expected end, then submission (the will-run test's
+        order), and jobs that ended but hold their nodes until their epilog completes:
+        cons_common's `_will_run_test` releases those "cleaning" jobs too, at
+        `_guess_job_end` of their real end. Without them a job waiting for their nodes
+        could get no expected start, and backfill would start others on the nodes it
+        waits for."""
         if not self.static_guess:
             out = [self._running_of(run, now) for run in self.running.values()]
             out += [self._running_of(run, now, ended)
                     for _, ended, run, _ in self.releasing]
-            out.sort(key=_by_end)
+            out.sort(key=by_end_then_submission)
             return out
-        # The same list from the views kept in end order since each start (ties in start
-        # order, as the stable sort above leaves them), a guess that has passed moved to
-        # the next second, and the completing jobs after the running ones they tie with.
+        # The same list from the views kept in that order since each start, a guess that
+        # has passed moved to the next second, and the completing jobs among them.
         out = guesses_at(self.views, now)
         for _, ended, run, _ in self.releasing:
-            insort(out, self._running_of(run, now, ended), key=_by_end)
+            insort(out, self._running_of(run, now, ended), key=by_end_then_submission)
         return out
 
     def _drop_view(self, view: Running) -> None:
@@ -936,7 +937,7 @@ class SlurmPolicy(Policy):
             guess = end + conf.kill_wait + over * 60
         if guess <= now:
             guess = now + 1
-        return Running(end, run.at, guess)
+        return Running(end, run.at, guess, run.seq)
 
     # -- when to be called again --------------------------------------------------------
     def _wake(self, now: float, decisions: list[Decision]) -> None:

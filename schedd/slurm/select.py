@@ -303,9 +303,18 @@ class Running:
     end: float  # expected end: start + time limit
     at: Placement
     guess: float  # when it is thought to end once past `end` (_guess_job_end)
+    # Its place in slurmctld's job list, which is in order of submission: the will-run
+    # test sorts that list by end_time with glibc's stable qsort, so jobs ending in the
+    # same second keep this order (by_end_then_submission).
+    seq: int = 0
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Running, (self.end, self.at, self.guess))
+        return (Running, (self.end, self.at, self.guess, self.seq))
+
+
+def by_end_then_submission(run: Running) -> tuple[float, int]:
+    """The will-run test's order of running jobs: expected end, then submission."""
+    return (run.end, run.seq)
 
 
 class Releases:
