@@ -24,8 +24,16 @@ from bisect import insort
 from collections.abc import Callable
 from typing import Any
 
-from .select import (Nodes, Placement, Releases, Request, Running, by_end_then_submission,
-                     popcount, will_run)
+from .select import (
+    Nodes,
+    Placement,
+    Releases,
+    Request,
+    Running,
+    by_end_then_submission,
+    popcount,
+    will_run,
+)
 
 
 class Candidate:
@@ -215,14 +223,13 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                    plans: list[tuple[float, int, float, int]] | None = None
                    ) -> tuple[bool, int]:
     """Run one cycle; `start(candidate, placement)` starts a job now and returns it as a
-    running job. `running` is sorted by expected end, then submission. `more`: jobs that cannot start now
-    wait after the candidates (the caller left them out). `exhaustive` tests every job
-    up to the last that could start when the cycle began, in full (the tests' reference
-    for the shortcuts). `plans`, if given, gets (now, job, expected start, nodes) of
-    every reservation made, as Slurm logs them (`_dump_job_sched`). Returns (whether any
-    job got
-    an expected start — Slurm's update that keeps the agent cycling — and jobs
-    started)."""
+    running job. `running` is sorted by expected end, then submission. `more`: jobs
+    that cannot start now wait after the candidates (the caller left them out).
+    `exhaustive` tests every job up to the last that could start when the cycle began,
+    in full (the tests' reference for the shortcuts). `plans`, if given, gets (now,
+    job, expected start, nodes) of every reservation made, as Slurm logs them
+    (`_dump_job_sched`). Returns (whether any job got an expected start — Slurm's
+    update that keeps the agent cycling — and jobs started)."""
     # Only a job that fits the free CPUs of its partition now can start in this cycle:
     # starts take CPUs and reservations take nodes, nothing gives any back. Jobs after the
     # last such job only get expected starts, which nothing keeps past the cycle: a cycle
