@@ -37,7 +37,7 @@ from schedd.slurm.backfill import Candidate, backfill_cycle  # noqa: E402
 from schedd.slurm.hostlist import expand  # noqa: E402
 from schedd.slurm.importers import import_log  # noqa: E402
 from schedd.slurm.machine import SlurmSetup  # noqa: E402
-from schedd.slurm.policy import YEAR, SlurmPolicy  # noqa: E402
+from schedd.slurm.policy import YEAR, SlurmPolicy, guess_job_end  # noqa: E402
 from schedd.slurm.select import Nodes, Placement, Running  # noqa: E402
 from schedd.traces import normalize  # noqa: E402
 
@@ -129,16 +129,7 @@ def replay(run: Path) -> Replay:
         return YEAR if limit == math.inf else limit
 
     def guess(job: int, end: float, now: float) -> float:
-        sj = table.jobs[job]
-        over = conf.partitions[sj.partition].over_time_limit
-        over = conf.over_time_limit if over is None else over
-        if over == 0:
-            g = end + conf.kill_wait
-        elif over == math.inf:
-            g = now + limit_of(job)
-        else:
-            g = end + conf.kill_wait + over * 60
-        return g if g > now else now + 1
+        return guess_job_end(conf, table.jobs[job], end, now)
 
     for at, plans, starts in cycles:
         now = float(math.floor(at))

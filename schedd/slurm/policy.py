@@ -64,6 +64,22 @@ def _by_end(run: Running) -> float:
     return run.end
 
 
+def guess_job_end(conf: SlurmConf, sj: SlurmJob, end: float, now: float) -> float:
+    """When a running job with expected end `end` is thought to end once that has
+    passed (backfill's and the will-run test's `_guess_job_end`): its end plus KillWait,
+    plus its partition's (else the cluster's) OverTimeLimit; with an unlimited
+    OverTimeLimit, its time limit from now; never before the next second."""
+    over = conf.partitions[sj.partition].over_time_limit
+    over = conf.over_time_limit if over is None else over
+    if over == 0:
+        guess = end + conf.kill_wait
+    elif over == math.inf:
+        guess = now + (sj.time_limit if sj.time_limit != math.inf else YEAR)
+    else:
+        guess = end + conf.kill_wait + over * 60
+    return guess if guess > now else now + 1
+
+
 # Enum members read once: each JobState.X is a call of the enum metaclass's __getattr__
 # (~0.1 us), and these tests run for every running and every pending job at every instant.
 _RUNNING, _CHECKPOINTING = JobState.RUNNING, JobState.CHECKPOINTING
@@ -284,7 +300,7 @@ class SlurmPolicy(Policy):
         # instant, end instant, job, whether the agent frees them and only queues a pass).
         self.releasing: list[tuple[float, float, _Run, bool]] = []
         # Jobs the background thread started that end, in this instant, after its tick
-        # of this second (see `_late_for_tick`): released once the tick has run.
+        # of this second (see `_ends_after_the_tick`): released once the tick has run.
         self.after_tick: list[tuple[float, float, _Run, bool]] = []
         self.in_tick = False  # a main pass of the background thread is running
         # Running jobs as the will-run test sees them, in order of expected end: kept as
@@ -414,7 +430,7 @@ class SlurmPolicy(Policy):
             # with the epilog-complete message, which runs the main scheduler.
             by_agent = (state is JobState.COMPLETED
                         and not self.conf.epilog_script)  # type: ignore[union-attr]
-            if by_agent and self._late_for_tick(run, now):
+            if by_agent and self._ends_after_the_tick(run, now):
                 self.after_tick.append((now, now, run, True))
             else:
                 self.releasing.append((now if by_agent else now + self.epilog, now, run,
@@ -422,7 +438,7 @@ class SlurmPolicy(Policy):
             out.append(run)
         return out
 
-    def _late_for_tick(self, run: _Run, now: float) -> bool:
+    def _ends_after_the_tick(self, run: _Run, now: float) -> bool:
         """Whether a job ending now ends after the background thread's tick of this
         second. The thread loops on ten 100 ms sleeps plus its work, so its tick comes
         `tick_drift` later each second; a job one of its passes started ends `launch`
@@ -927,17 +943,7 @@ class SlurmPolicy(Policy):
         assert conf is not None
         # A completing job's end_time is its real end (`ended`), else start + limit.
         end = run.end if ended is None else ended
-        over = conf.partitions[run.sj.partition].over_time_limit
-        over = conf.over_time_limit if over is None else over
-        if over == 0:
-            guess = end + conf.kill_wait
-        elif over == math.inf:
-            guess = now + run.sj.time_limit if run.sj.time_limit != math.inf else now + YEAR
-        else:
-            guess = end + conf.kill_wait + over * 60
-        if guess <= now:
-            guess = now + 1
-        return Running(end, run.at, guess, run.seq)
+        return Running(end, run.at, guess_job_end(conf, run.sj, end, now), run.seq)
 
     # -- when to be called again --------------------------------------------------------
     def _wake(self, now: float, decisions: list[Decision]) -> None:
