@@ -31,10 +31,10 @@ def _request(data: st.DataObject, total: list[int]) -> Request:
                    n if exclusive else cpus, exclusive)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(1, 4), min_size=1, max_size=8), st.data())
-def test_shared_release_steps_answer_as_fresh_ones(total: list[int],
-                                                   data: st.DataObject) -> None:
+def _busy_machine(data: st.DataObject, total: list[int],
+                  over: st.SearchStrategy[int]) -> tuple[Nodes, list[Running]]:
+    """Nodes of `total` CPUs with up to eight drawn jobs running on them, in order of
+    expected end (1-400 s), each guessed to end `over` seconds past it."""
     nodes = Nodes(total)
     every = (1 << len(total)) - 1
     running: list[Running] = []
@@ -44,8 +44,17 @@ def test_shared_release_steps_answer_as_fresh_ones(total: list[int],
             continue
         nodes.take(at)
         end = float(data.draw(st.integers(1, 400)))
-        running.append(Running(end, at, end + data.draw(st.sampled_from([0, 30, 90]))))
+        running.append(Running(end, at, end + data.draw(over)))
     running.sort(key=lambda r: r.end)
+    return nodes, running
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=8), st.data())
+def test_shared_release_steps_answer_as_fresh_ones(total: list[int],
+                                                   data: st.DataObject) -> None:
+    nodes, running = _busy_machine(data, total, st.sampled_from([0, 30, 90]))
+    every = (1 << len(total)) - 1
     now = float(data.draw(st.integers(0, 300)))
     scale = data.draw(st.sampled_from([0, 0, 45]))
     steps: dict[int, Releases] = {}
@@ -210,17 +219,8 @@ def test_release_steps_count_as_the_machine_they_stand_for(total: list[int], sam
                                                            data: st.DataObject) -> None:
     if same:
         total = [total[0]] * len(total)  # nodes of one size: the counts' short way
-    nodes = Nodes(total)
+    nodes, running = _busy_machine(data, total, st.just(30))
     every = (1 << len(total)) - 1
-    running: list[Running] = []
-    for _ in range(data.draw(st.integers(0, 8))):
-        at = nodes.place(_request(data, total), every)
-        if at is None:
-            continue
-        nodes.take(at)
-        end = float(data.draw(st.integers(1, 400)))
-        running.append(Running(end, at, end + 30))
-    running.sort(key=lambda r: r.end)
     usable = data.draw(st.integers(1, every))
     releases = Releases(nodes, usable, running, 0.0)
     machine = nodes.copy()
