@@ -12,11 +12,15 @@ priority, partition and eligible time, in Slurm's queue order). It runs the emul
 cycle on that state at that second and compares the jobs it starts and the expected
 start and nodes of each job it plans with the `start_backfill` and `reserve` rows Slurm
 logged in that cycle. The log's instants are to the millisecond, so a submission, start
-or end in the cycle's own second falls on the side of the cycle it fell on in Slurm. A
-cycle is skipped where the log cannot give the state exactly: a job ended but not yet
-released (its epilog running), or a per-core job spread over several nodes (sacct does
-not say how many CPUs on each); and a multifactor run is skipped whole (its priorities
-move between cycles, and sacct keeps only the last).
+or end in the cycle's own second falls on the side of the cycle it fell on in Slurm.
+Under priority/multifactor, priorities move between cycles and sacct keeps only the
+last: they are read from the run's sprio snapshots taken between the decay thread's two
+recomputations around the cycle (`Snapshots`). A cycle is skipped where the log cannot
+give the state exactly: a job ended but not yet released (its epilog running), a
+per-core job spread over several nodes (sacct does not say how many CPUs on each), a
+job whose dependency was met in the cycle's own second (sacct's Eligible is whole
+seconds), and, under multifactor, a cycle in the second of a recomputation or with a
+waiting job no snapshot between the two recomputations shows.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from schedd.slurm.backfill import Candidate, backfill_cycle  # noqa: E402
+from schedd.slurm.fidelity import decay_phase  # noqa: E402
 from schedd.slurm.hostlist import expand  # noqa: E402
 from schedd.slurm.importers import import_log  # noqa: E402
 from schedd.slurm.machine import SlurmSetup  # noqa: E402
@@ -99,15 +104,57 @@ def read_log(run: Path) -> tuple[dict[int, Instants], list[tuple[float, dict[int
     return jobs, cycles
 
 
+class Snapshots:
+    """Pending jobs' priorities from a run's sprio snapshots (sprio.tsv, a few seconds
+    apart). Under priority/multifactor a job's priority is set at its submission and
+    recomputed only by the decay thread, once every PriorityCalcPeriod at `phase` s
+    past a multiple of it after Unix time `epoch` (read off the same snapshots): every
+    snapshot between two recomputations gives the priorities a cycle between them saw."""
+
+    def __init__(self, path: Path, phase: float, period: float, epoch: float) -> None:
+        self.phase, self.period, self.epoch = phase, period, epoch
+        self.by_time: dict[int, dict[int, int]] = {}
+        lines = path.read_text().splitlines()
+        where = {name: k for k, name in enumerate(lines[0].split("\t"))}
+        for line in lines[1:]:
+            cells = line.split("\t")
+            self.by_time.setdefault(int(cells[where["TIME"]]), {})[
+                int(cells[where["JOBID"]])] = int(cells[where["PRIORITY"]])
+
+    def at(self, at: float, jobs: list[int]) -> tuple[dict[int, int] | None, str]:
+        """The priorities of `jobs` at Unix time `at`, or None and why not."""
+        second = math.floor(at)
+        last = second - (second - self.epoch - self.phase) % self.period  # the last one
+        if last == second:
+            return None, "priorities recomputed in the cycle's second"
+        found: dict[int, int] = {}
+        for when, prios in self.by_time.items():
+            if last < when < last + self.period:
+                for job in jobs:
+                    if job in prios:
+                        found.setdefault(job, prios[job])
+        if len(found) < len(jobs):
+            return None, "a waiting job in no snapshot between recomputations"
+        return found, ""
+
+
 def replay(run: Path) -> Replay:
     out = Replay(f"{run.parent.name}/{run.name}")
     setup = SlurmSetup.read(str(run / "slurm.conf"),
                             str(run / "assoc.txt") if (run / "assoc.txt").exists() else None)
     conf = setup.conf
+    priorities = None
+    phase = None
     if conf.priority.multifactor:
-        out.skipped["priorities move (multifactor)"] = 1
-        return out
+        prio = conf.priority
+        phase = decay_phase(run, prio.calc_period, prio.max_age, prio.weight_age)
+        if phase is None:
+            out.skipped["priorities move (multifactor) and no sprio snapshots say how"] = 1
+            return out
     imported = import_log("slurm", str(run / "sacct.txt"))
+    if phase is not None:  # decay_phase's phase is after the trace's time 0
+        priorities = Snapshots(run / "sprio.tsv", phase, max(prio.calc_period, 1.0),
+                               imported.trace.header.unix_start_time)
     trace = normalize(imported.trace, procs_per_node=1, max_nodes=10**9)
     _, table = setup.prepare(trace)
     with open(run / "sacct.txt", newline="") as f:
@@ -166,6 +213,10 @@ def replay(run: Path) -> Replay:
                 eligible = row["Eligible"]
                 if eligible in ("Unknown", "None", "") or _unix(eligible) > now:
                     continue
+                if _unix(eligible) == now and eligible != row["Submit"]:
+                    # its dependency met in the cycle's own second: before it or after?
+                    why = "a job eligible in the cycle's second"
+                    break
                 waiting.append(job)
         if why:
             out.skipped[why] = out.skipped.get(why, 0) + 1
@@ -174,8 +225,15 @@ def replay(run: Path) -> Replay:
         running.sort(key=lambda r: (r[0], r[2]))
         tier = {job: conf.partitions[table.jobs[job].partition].priority_tier
                 for job in waiting}
-        waiting.sort(key=lambda j: (-tier[j], -int(rows[j]["Priority"]),
-                                    _unix(rows[j]["Submit"]), j))
+        if priorities is None:
+            prio_of = {job: int(rows[job]["Priority"]) for job in waiting}
+        else:
+            found, why = priorities.at(at, waiting)
+            if found is None:
+                out.skipped[why] = out.skipped.get(why, 0) + 1
+                continue
+            prio_of = found
+        waiting.sort(key=lambda j: (-tier[j], -prio_of[j], _unix(rows[j]["Submit"]), j))
         candidates = [Candidate(j, masks[table.jobs[j].partition], limit_of(j),
                                 SlurmPolicy._request(table.jobs[j]), False)
                       for j in waiting]

@@ -51,7 +51,7 @@ def test_a_plan_that_differs_from_slurms_is_reported(tmp_path: Path) -> None:
 def test_slurms_cycles_replayed_from_its_own_state_start_and_plan_as_slurm() -> None:
     # bench/slurm_cycles.py: each cycle Slurm logged, run on the emulation's cycle from
     # the state the log gives at that instant: every start and every plan the same
-    # (basic-bf2/r9: 3,964 plans in 295 cycles; partitions/r9: 2,120 in 265, since
+    # (basic-bf2/r9: 3,918 plans in 293 cycles; partitions/r9: 2,088 in 264, since
     # running jobs that end in the same second are walked in submission order).
     import slurm_cycles
 
@@ -61,6 +61,32 @@ def test_slurms_cycles_replayed_from_its_own_state_start_and_plan_as_slurm() -> 
     parts = slurm_cycles.replay(RUNS / "partitions" / "r9")
     assert parts.cycles >= 250 and parts.plans_agree >= 2000
     assert parts.starts_agree == parts.cycles and not parts.differ, parts.differ[:3]
-    # Multifactor priorities move between the log's records: not replayed.
+    # Multifactor: the priorities each cycle saw, from the sprio snapshots between the
+    # decay thread's recomputations (1,550 plans in 139 cycles, 2026-11-29).
     mf = slurm_cycles.replay(RUNS / "multifactor-fs" / "r9")
-    assert mf.cycles == 0 and mf.skipped
+    assert mf.cycles >= 100 and mf.plans_agree >= 1000
+    assert mf.starts_agree == mf.cycles and not mf.differ, mf.differ[:3]
+
+
+def test_a_cycles_priorities_come_from_snapshots_between_its_recomputations(
+        tmp_path: Path) -> None:
+    # Recomputations every 60 s, 20 s past each minute after time 0 (Unix 1000): at
+    # 1020, 1080, 1140. A cycle at 1050.4 saw what snapshots in (1020, 1080) show: job 7
+    # as 1025 shows it (500; the 1015 snapshot is from before 1020's recomputation),
+    # job 8 as 1070 shows it (submitted after 1025). A cycle in 1080's own second may
+    # come before or after that recomputation; a waiting job no snapshot in its window
+    # shows is not known.
+    import slurm_cycles
+
+    path = tmp_path / "sprio.tsv"
+    path.write_text("TIME\tJOBID\tAGE\tFAIRSHARE\tJOBSIZE\tPARTITION\tPRIORITY\n"
+                    "1015\t7\t0\t0\t0\t0\t400\n"
+                    "1025\t7\t0\t0\t0\t0\t500\n"
+                    "1070\t8\t0\t0\t0\t0\t900\n"
+                    "1085\t7\t0\t0\t0\t0\t600\n")
+    snaps = slurm_cycles.Snapshots(path, 20.0, 60.0, 1000.0)
+    assert snaps.at(1050.4, [7, 8]) == ({7: 500, 8: 900}, "")
+    assert snaps.at(1080.2, [7])[0] is None
+    assert snaps.at(1090.0, [7, 8]) == (None, "a waiting job in no snapshot between "
+                                              "recomputations")
+    assert snaps.at(1090.0, [7]) == ({7: 600}, "")
