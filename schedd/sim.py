@@ -306,6 +306,9 @@ def describe_run(trace_path: str, trace: NormalizedTrace, cluster: Cluster, poli
         "procs_per_node": trace.procs_per_node,
         "cluster": cluster.name,
         "total_nodes": cluster.total_nodes,
+        # what the machine is in its own words: a CPU-counted cluster (slurm.conf's
+        # nodes) schedules CPUs, which total_nodes counts
+        "machine": cluster.describe(),
         "policy": policy.name,
         "policy_options": options,
         "seed": seed,
@@ -332,8 +335,10 @@ def format_brief(summary: dict[str, Any]) -> str:
 
     dropped = sum(run.get("dropped", {}).values())
     lines = [
-        ("run", f"{run.get('policy', '?')} on {run.get('cluster', '?')} "
-                f"({summary['total_nodes']:,} nodes), trace {run.get('trace', '?')}"),
+        ("run", f"{run.get('policy', '?')} on "
+                + (run["machine"] if "machine" in run else
+                   f"{run.get('cluster', '?')} ({summary['total_nodes']:,} nodes)")
+                + f", trace {run.get('trace', '?')}"),
         ("jobs", f"{summary['jobs']:,} simulated, {summary['started']:,} started"
                  + (f"; {dropped:,} not simulated (see summary.json run.dropped)"
                     if dropped else "")),
