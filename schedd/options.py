@@ -81,6 +81,27 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 
+def add_policy_arguments(parser: argparse.ArgumentParser, slurm_machine: str) -> None:
+    """--policy, --slurm-conf, --slurm-assoc, --slurm-qos and --opt, as `simulate` and
+    `serve` share them; `slurm_machine` ends --slurm-conf's help (what the slurm.conf's
+    machine stands in for)."""
+    parser.add_argument("--policy", default=None,
+                        help="policy name (see `schedd policies`; default easy, or slurm "
+                        "with --slurm-conf)")
+    parser.add_argument("--slurm-conf", default=None, metavar="FILE",
+                        help="a slurm.conf: the machine (its nodes and CPUs, partitions) "
+                        "and, unless --policy says otherwise, Slurm's scheduling by it "
+                        f"(policy slurm; docs/slurm.md){slurm_machine}")
+    parser.add_argument("--slurm-assoc", default=None, metavar="FILE",
+                        help="`sacctmgr --parsable2 show associations` output: accounts, "
+                        "users and their fair-share shares (with --slurm-conf)")
+    parser.add_argument("--slurm-qos", default=None, metavar="FILE",
+                        help="`sacctmgr --parsable2 show qos` output: QOS priorities for "
+                        "PriorityWeightQOS (with --slurm-conf)")
+    parser.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                        help="policy option, repeatable")
+
+
 def periodic_mode(args: argparse.Namespace, policy: Any = None) -> Any:
     """`--ckpt`, or what the policy's preemption scheme needs when it is not given; a
     clash between the two is the user's error (one sentence)."""

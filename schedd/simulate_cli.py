@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from .core.cluster_spec import CLUSTER_FORMS
-from .options import _at_least, add_engine_arguments, engine_options_from
+from .options import _at_least, add_engine_arguments, add_policy_arguments, engine_options_from
 from .outputs import UsageError, staged_dir
 from .trace_options import add_trace_selection, procs_per_node_line
 
@@ -37,21 +37,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                      "excerpt of the Lublin 256-node trace)")
     sim.add_argument("--cluster", default=None,
                      help=f"machine: {CLUSTER_FORMS} (default: nodes:<MaxNodes of the trace>)")
-    sim.add_argument("--policy", default=None,
-                     help="policy name (see `schedd policies`; default easy, or slurm with "
-                     "--slurm-conf)")
-    sim.add_argument("--slurm-conf", default=None, metavar="FILE",
-                     help="a slurm.conf: the machine (its nodes and CPUs, partitions) and, "
-                     "unless --policy says otherwise, Slurm's scheduling by it (policy "
-                     "slurm; docs/slurm.md)")
-    sim.add_argument("--slurm-assoc", default=None, metavar="FILE",
-                     help="`sacctmgr --parsable2 show associations` output: accounts, "
-                     "users and their fair-share shares (with --slurm-conf)")
-    sim.add_argument("--slurm-qos", default=None, metavar="FILE",
-                     help="`sacctmgr --parsable2 show qos` output: QOS priorities for "
-                     "PriorityWeightQOS (with --slurm-conf)")
-    sim.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
-                     help="policy option, repeatable")
+    add_policy_arguments(sim, "")
     sim.add_argument("--seed", type=int, default=0, help="seed of the engine's RNG (failures)")
     sim.add_argument("--out", required=True, metavar="DIR", help="output directory")
     sim.add_argument("--lenient", action="store_true",

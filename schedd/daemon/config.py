@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import limits
 from ..durations import DurationError, parse_duration
+from ..options import add_policy_arguments
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 
@@ -101,21 +102,7 @@ def add_serve_parser(sub: Any) -> argparse.ArgumentParser:
                    "(default nodes:256)")
     p.add_argument("--name", default=None,
                    help="cluster name in MQTT topics and metrics (default: from --cluster)")
-    p.add_argument("--policy", default=None,
-                   help="policy name (see `schedd policies`; default easy, or slurm with "
-                   "--slurm-conf)")
-    p.add_argument("--slurm-conf", default=None, metavar="FILE",
-                   help="a slurm.conf: the machine (nodes, CPUs, partitions) and, unless "
-                   "--policy says otherwise, Slurm's scheduling by it (docs/slurm.md); "
-                   "replaces --cluster")
-    p.add_argument("--slurm-assoc", default=None, metavar="FILE",
-                   help="`sacctmgr --parsable2 show associations` output for --slurm-conf: "
-                   "accounts, users, fair-share shares")
-    p.add_argument("--slurm-qos", default=None, metavar="FILE",
-                   help="`sacctmgr --parsable2 show qos` output for --slurm-conf: QOS "
-                   "priorities")
-    p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
-                   help="policy option, repeatable")
+    add_policy_arguments(p, "; replaces --cluster")
     p.add_argument("--seed", type=_limited("seed", int), default=0,
                    help="seed of the engine's RNG")
     p.add_argument("--budget", type=_limited("budget"), default=1.0, metavar="S",
