@@ -23,9 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from schedd.slurm.fidelity import (  # noqa: E402
     Agreement,
+    Paired,
     agreement,
     consensus,
     each_pair,
+    first_apart,
     mean_between,
     on_jobs,
     pooled,
@@ -45,13 +47,19 @@ def load_of(run: Path) -> str:
     return f"{load:.1f}"
 
 
-def row(name: str, a: Agreement, seconds: float | None = None, load: str = "") -> str:
+def row(name: str, a: Agreement, seconds: float | None = None, load: str = "",
+        apart: Paired | None = None) -> str:
     first = a.first_diverging
     where = (f"job {first.job} (submitted at {first.submit:g} s): {first.wait_a:g} s "
              f"vs {first.wait_b:g} s" if first else "none")
+    parted = ""
+    if apart is not None:
+        parted = (f"job {apart.job} at {apart.submit + apart.wait_a:g} s by "
+                  f"{apart.how_a or '?'} / {apart.submit + apart.wait_b:g} s by "
+                  f"{apart.how_b or '?'}")
     cpu = f" | {seconds * 1000:.0f} ms | {load} |" if seconds is not None else " | | |"
     return (f"| {name} | {a.jobs} | {a.within0:.0%} | {a.within2:.0%} | {a.within10:.0%} | "
-            f"{a.total_diff:+.1%} | {where}{cpu}")
+            f"{a.total_diff:+.1%} | {where} | {parted}{cpu}")
 
 
 def main() -> int:
@@ -59,8 +67,8 @@ def main() -> int:
     parser.add_argument("--runs", type=Path, default=RUNS, help="reference runs' root")
     args = parser.parse_args()
     print("| run | jobs | = 0 s | <= 2 s | <= 10 s | total wait | first diverging (Slurm vs "
-          "other) | sim CPU | load |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "other) | first start apart (Slurm / schedd) | sim CPU | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for workload, runs in runs_of(args.runs).items():
         ceiling = mean_between(runs)
         if ceiling is not None:
@@ -72,7 +80,7 @@ def main() -> int:
         ours = simulate_runs(runs)
         for run, sim in zip(runs, ours, strict=True):
             print(row(f"{workload}/{run.name}: schedd vs Slurm", agreement(sim.pairs),
-                      sim.seconds, load_of(run)))
+                      sim.seconds, load_of(run), first_apart(sim.pairs)))
         print(row(f"**{workload}: schedd (all runs) vs Slurm**", pooled(ours)))
         agreed = consensus(runs)
         print(row(f"{workload}: schedd vs Slurm on the {len(agreed)} jobs every real run "

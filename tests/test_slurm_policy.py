@@ -640,3 +640,25 @@ def test_late_submissions_are_read_off_the_logs_quick_starts(
     else:
         assert getattr(policy.options, option) == late, said
         assert said is not None and ("after the " if late else "before the ") in said
+
+
+def test_a_submission_between_the_tick_and_the_cycle_is_seen_by_the_cycle(
+        tmp_path: Path) -> None:
+    # Submissions after the background tick of their second but before its backfill
+    # cycle (as multifactor-fs/r7's log has them): the tick's main pass does not see
+    # the job, the cycle of the same second does. Cycles at 1, 6, 11 (bf_interval 5,
+    # phase 1); job 1 is submitted at 6 onto an idle machine: the cycle of 6 starts it.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\n", nodes=NODES)
+    jobs = [job(setup, 1, 6, 20, nodes=2)]
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0, submit_after_tick=1.0,
+                         submit_after_backfill=0.0)
+    assert starts(engine)[1] == 6.0 and policy.started_by[1] == "backfill"
+    # After the cycle too: nothing sees it before the next second, whose tick runs the
+    # main scheduler (3 s since its last pass at 0).
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0, submit_after_tick=1.0,
+                         submit_after_backfill=1.0)
+    assert starts(engine)[1] == 7.0 and policy.started_by[1] == "main"
+    # Before both (the default): the tick of 6 starts it.
+    engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0)
+    assert starts(engine)[1] == 6.0 and policy.started_by[1] == "main"

@@ -67,6 +67,17 @@ def agreement(pairs: list[Paired], tolerance: float = 2.0) -> Agreement:
         float(sum(p.wait_a for p in both)), float(sum(p.wait_b for p in both)), first)
 
 
+def first_apart(pairs: list[Paired]) -> Paired | None:
+    """Where two schedules first part: of the jobs whose start or starting thread
+    differs, the one that started earliest in either (the root of what follows, where
+    `Agreement.first_diverging` is the first by submission past the tolerance)."""
+    apart = [p for p in pairs if math.isfinite(p.wait_a) and math.isfinite(p.wait_b)
+             and (p.wait_a != p.wait_b or p.how_a != p.how_b)]
+    if not apart:
+        return None
+    return min(apart, key=lambda p: (p.submit + min(p.wait_a, p.wait_b), p.submit, p.job))
+
+
 _HOW = {1: "submit", 2: "main", 3: "backfill"}
 
 

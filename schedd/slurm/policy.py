@@ -407,6 +407,14 @@ class SlurmPolicy(Policy):
         if self.after_tick:
             late, self.after_tick = self.after_tick, []
             self._give_back(late, now)
+        if self.options.submit_after_tick > 0 and self.options.submit_after_backfill <= 0:
+            # Submissions between the tick and the backfill cycle: the cycle sees them.
+            between = self._observe_submissions(view, now, after_tick=True)
+            if between:
+                self._update(now)
+                self._begin_times(now)
+                for p in between:
+                    self._submitted(p, now, decisions)
         if self.sched.backfill:
             self._maybe_backfill(now, decisions)
         self._wake(now, decisions)
@@ -476,7 +484,12 @@ class SlurmPolicy(Policy):
         self._update(now)
         return by_message
 
-    def _observe_submissions(self, view: View, now: float) -> list[_Pending]:
+    def _observe_submissions(self, view: View, now: float,
+                             after_tick: bool = False) -> list[_Pending]:
+        """The jobs submitted since the last look, as pending jobs. With submissions
+        after the tick (`submit_after_tick`), this second's are left for the look after
+        the tick (`after_tick`) where the backfill cycle comes after them
+        (`submit_after_backfill` 0), else for the next second."""
         queue = view.queue
         new: list[Job] = []
         last = self.last_seen
@@ -496,15 +509,18 @@ class SlurmPolicy(Policy):
         if not new:
             return []
         new.reverse()
-        if self.options.submit_after_tick > 0:
+        if self.options.submit_after_tick > 0 and not after_tick:
             # Seen in the second after the submission's (its own came after the cycle
-            # and the tick); the rest wait for their turn (_wake).
+            # and the tick), or after this second's tick; the rest wait for their turn
+            # (_wake).
             due = [job for job in new if job.submit + 1.0 <= now + _EPS]
             self.next_submission = min((job.submit + 1.0 for job in new
                                         if job.submit + 1.0 > now + _EPS), default=None)
             new = due
             if not new:
                 return []
+        elif after_tick:
+            self.next_submission = None  # every one is seen now
         self.last_seen = max(last, max((job.submit, job.id) for job in new))
         out = []
         for job in new:
