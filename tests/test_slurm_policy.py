@@ -514,15 +514,17 @@ def test_the_time_limit_checks_phase_is_read_off_the_recorded_kills(tmp_path: Pa
     assert said is not None and "3 of 3 time-outs" in said
 
 
-@pytest.mark.parametrize("flags, wait, boot", [("SchedMain", 0, 600.0), ("SchedMain", 1, 600.0),
-                                               ("SchedMain", 5, 0.0),
+@pytest.mark.parametrize("flags, wait, boot", [("SchedMain", 0, 600.0), ("SchedMain", 1, 2.0),
+                                               ("SchedMain", 2, 1.0), ("SchedMain", 5, 0.0),
                                                ("SchedBackfill", 1, 0.0)])
 def test_a_controller_long_up_is_read_off_the_first_jobs_start(
         tmp_path: Path, flags: str, wait: int, boot: float) -> None:
-    # A job submitted at time 0 that the main scheduler starts before batch_sched_delay
-    # (3 s) has passed found the background thread's last pass long enough ago: the
-    # controller was up before the log began (boot 600). Started by backfill, or by a
-    # main pass that came later, it says nothing: the controller started at time 0.
+    # A job submitted at time 0 that the main scheduler starts at once found the
+    # background thread's last pass at least batch_sched_delay (3 s) ago: the controller
+    # was up before the log began (boot 600). Started 1 or 2 s later, the tick of time 0
+    # could not run a pass yet and that of 1 or 2 could: its last pass was 2 or 1 s
+    # before time 0. Started by backfill, or by a main pass that came later, it says
+    # nothing: the controller started at time 0.
     row = (f"1|{at_second(0)}|{at_second(wait)}|{at_second(30)}|00:01:00|1|4|COMPLETED|"
            f"{flags}")
     conf = "SchedulerType=sched/backfill\n"
@@ -662,3 +664,15 @@ def test_a_submission_between_the_tick_and_the_cycle_is_seen_by_the_cycle(
     # Before both (the default): the tick of 6 starts it.
     engine, policy = run(setup, jobs, boot=0.0, bf_phase=1.0)
     assert starts(engine)[1] == 6.0 and policy.started_by[1] == "main"
+
+
+def test_the_boot_read_off_a_first_job_started_a_second_late_starts_it_then(
+        tmp_path: Path) -> None:
+    # boot 2 (the background thread's last pass 2 s before time 0): a job submitted at
+    # 0 waits for the tick of 1, the first 3 s after that pass — as the log it was
+    # read off has it. (boot 0 would start it at 3; a long-up controller at 0.)
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\n")
+    jobs = [job(setup, 1, 0, 50, nodes=1)]
+    assert starts(run(setup, jobs, boot=2.0)[0]) == {1: 1.0}
+    assert starts(run(setup, jobs, boot=0.0)[0]) == {1: 3.0}
+    assert starts(run(setup, jobs, boot=600.0)[0]) == {1: 0.0}

@@ -105,14 +105,24 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
                         "(submissions came between them)")
     if options.boot < 0 and started_by is not None:
         # The first job (by submission) started by the main scheduler before
-        # batch_sched_delay had passed: the background thread's last pass was that long
-        # before time 0, so the controller had been up (a long-up one: 600 s, a multiple
-        # of every interval). Started otherwise, it says nothing: boot stays 0.
+        # batch_sched_delay had passed: the background thread's last pass was at least
+        # that long before the pass that started it. At once: the controller had been up
+        # (a long-up one: 600 s, a multiple of every interval). w seconds later (0 < w <
+        # batch_sched_delay): its tick of time 0 could not run a pass yet, that of w
+        # could, so its last pass was batch_sched_delay - w before time 0. Started
+        # otherwise, it says nothing: boot stays 0.
         head = int(np.lexsort((cols["job_id"], cols["submit"]))[0])
-        if started_by[head] == 2 and 0 <= cols["wait"][head] < conf.sched.batch_sched_delay:
+        wait = float(cols["wait"][head])
+        delay = conf.sched.batch_sched_delay
+        if started_by[head] == 2 and wait == 0 < delay:
             out["boot"] = 600.0
             said.append("a controller up since before time 0 (its main scheduler started "
                         "the first job at once)")
+        elif started_by[head] == 2 and 0 < wait < delay and wait == int(wait):
+            out["boot"] = delay - wait
+            said.append(f"the background thread's last pass {delay - wait:g} s before time "
+                        f"0 (its main scheduler started the first job {wait:g} s after it "
+                        f"came)")
     if limit_kills is None:
         timed_out = _timed_out(cols, header) & (cols["wait"] >= 0)
         limit_kills = start[timed_out] + cols["runtime"][timed_out]
