@@ -188,7 +188,7 @@ def replay(run: Path) -> Replay:
             if job not in table.jobs or job not in rows:
                 continue
             if inst.start < at <= inst.release:
-                if inst.end < at:
+                if inst.end <= at:  # ended (its log line before the cycle's)
                     why = "a job's epilog running"
                     break
                 sj = table.jobs[job]
