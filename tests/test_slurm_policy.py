@@ -676,3 +676,25 @@ def test_the_boot_read_off_a_first_job_started_a_second_late_starts_it_then(
     assert starts(run(setup, jobs, boot=2.0)[0]) == {1: 1.0}
     assert starts(run(setup, jobs, boot=0.0)[0]) == {1: 3.0}
     assert starts(run(setup, jobs, boot=600.0)[0]) == {1: 0.0}
+
+
+@pytest.mark.parametrize("first, shift, expected", [
+    ("1|{s0}|{s2}|{s9}|00:01:00|1|4|COMPLETED|SchedMain", 0, 1.0),
+    ("1|{s0}|{s0}|{s9}|00:01:00|1|4|COMPLETED|SchedBackfill", 0, 0.0),
+    ("1|{s0}|{s2}|{s9}|00:01:00|1|4|COMPLETED|SchedMain", 1, -1.0)])
+def test_the_first_job_says_whether_submissions_come_after_their_seconds_cycle(
+        tmp_path: Path, first: str, shift: int, expected: float) -> None:
+    # Cycles every 4 s at 0, 4, 8, 12 (three backfilled starts say so); too few quick
+    # starts to read the submissions' place. The first job, submitted in a cycle's
+    # second onto a machine with room (started within batch_sched_delay): left to the
+    # main scheduler 2 s later, the cycle of its second came before it ("after"); taken
+    # by that cycle, before. With the cycles at 1, 5, 9, 13 (shift 1) its second had
+    # none: nothing said.
+    times = {"s0": at_second(0), "s2": at_second(2), "s9": at_second(9)}
+    rows = [first.format(**times)] + [
+        f"{j}|{at_second(4 * j - 5 + shift)}|{at_second(4 * j - 4 + shift)}|"
+        f"{at_second(4 * j + 20)}|00:01:00|1|4|COMPLETED|SchedBackfill" for j in (2, 3, 4)]
+    conf = "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=4\n"
+    policy, said = bound_to_log(tmp_path, rows, conf)
+    assert policy.options.bf_phase == float(shift), said
+    assert policy.options.submit_after_backfill == expected, said

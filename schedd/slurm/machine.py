@@ -92,6 +92,23 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
                 said.append(f"submissions {'after' if late else 'before'} the {name} of "
                             f"their second ({same} jobs it started in it, {after} in the "
                             "next)")
+    phase = out.get("bf_phase", options.bf_phase)
+    if (started_by is not None and conf.sched.backfill and phase >= 0 and interval > 0
+            and "submit_after_backfill" not in out and options.submit_after_backfill < 0):
+        # Too few quick starts to say; the log's first job, on a machine that had room
+        # for it (started within batch_sched_delay), says it for its own second where
+        # the agent's grid puts a cycle there: that cycle started it (the submission
+        # came before), or left it to a later pass (after).
+        head = int(np.lexsort((cols["job_id"], cols["submit"]))[0])
+        wait = float(cols["wait"][head])
+        second = float(cols["submit"][head])
+        if 0 <= wait < conf.sched.batch_sched_delay and (second - phase) % interval == 0:
+            late = not (started_by[head] == 3 and wait == 0)
+            out["submit_after_backfill"] = 1.0 if late else 0.0
+            said.append(f"submissions {'after' if late else 'before'} the backfill cycle "
+                        f"of their second (the first job, submitted in a cycle's second, "
+                        f"started {wait:g} s later by "
+                        f"{'backfill' if started_by[head] == 3 else 'the main scheduler'})")
     if options.backfill_after_tick < 0 and conf.sched.backfill:
         # Submissions after the tick of their second but before its backfill cycle (or
         # with nothing said about the cycle, where they are taken as before it): the
