@@ -291,13 +291,13 @@ def _fmt_starts(starts: dict[int, frozenset[str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="*", type=Path,
-                        help="run directories (default: every committed run whose "
-                             "timeline.tsv has reserve rows)")
+                        help="run directories (default: every committed run, check runs "
+                             "too, whose timeline.tsv has reserve rows)")
     parser.add_argument("--show", type=int, default=10, help="differences to print per run")
     args = parser.parse_args(argv)
-    from slurm_reservations import runs_with_plans
+    from slurm_reservations import CHECKS, RUNS, runs_with_plans
 
-    runs = args.runs or runs_with_plans()
+    runs = args.runs or runs_with_plans((RUNS, CHECKS))
     for run in runs:
         r = replay(run)
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(r.skipped.items())) or "none"

@@ -32,6 +32,9 @@ from schedd.slurm.fidelity import simulate_run  # noqa: E402
 from schedd.slurm.importers import import_log  # noqa: E402
 
 RUNS = ROOT / "bench" / "slurm_reference" / "runs"
+# Runs of workloads and configurations the emulation was not tuned on (docs/slurm.md,
+# "Check runs"): the same files, kept apart from the runs the fidelity tests pool.
+CHECKS = ROOT / "bench" / "slurm_reference" / "checks"
 
 Plan = tuple[float, frozenset[str]]  # expected start (s after time 0), node names
 
@@ -49,9 +52,10 @@ class Comparison:
         return self.agree + len(self.differ)
 
 
-def runs_with_plans() -> list[Path]:
-    """Every committed run whose timeline.tsv has the cycles' reservations."""
-    return sorted(p.parent for p in RUNS.glob("*/*/timeline.tsv")
+def runs_with_plans(roots: tuple[Path, ...] = (RUNS,)) -> list[Path]:
+    """Every committed run under `roots` whose timeline.tsv has the cycles'
+    reservations."""
+    return sorted(p.parent for root in roots for p in root.glob("*/*/timeline.tsv")
                   if "\treserve\t" in p.read_text())
 
 

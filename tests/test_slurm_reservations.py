@@ -90,3 +90,35 @@ def test_a_cycles_priorities_come_from_snapshots_between_its_recomputations(
     assert snaps.at(1090.0, [7, 8]) == (None, "a waiting job in no snapshot between "
                                               "recomputations")
     assert snaps.at(1090.0, [7]) == ({7: 600}, "")
+
+
+def test_the_check_runs_cycles_are_slurms_too() -> None:
+    # Runs of workloads and configurations nothing was tuned on (other seeds, 18-20
+    # nodes, other backfill parameters, multifactor with a partition factor): every
+    # cycle replayed starts and plans as Slurm's (docs/slurm.md, "Check runs").
+    import slurm_cycles
+
+    runs = slurm_reservations.runs_with_plans((slurm_reservations.CHECKS,))
+    assert len(runs) >= 4
+    plans = 0
+    for run in runs:
+        r = slurm_cycles.replay(run)
+        assert r.cycles >= 50, (r.run, r.skipped)
+        assert r.starts_agree == r.cycles and not r.differ, (r.run, r.differ[:3])
+        plans += r.plans_agree
+    assert plans >= 4000
+
+
+def test_on_the_check_runs_the_emulation_is_closer_to_slurm_than_easy() -> None:
+    # The same measure as the committed workloads' (bench/slurm_fidelity.py), pooled
+    # over each check workload's runs: more jobs within 2 s of Slurm's wait, and a
+    # total wait nearer Slurm's, than EASY on the same machine and jobs.
+    from schedd.slurm.fidelity import pooled, runs_of, simulate_runs
+
+    workloads = runs_of(slurm_reservations.CHECKS)
+    assert len(workloads) >= 3
+    for name, runs in workloads.items():
+        ours = pooled(simulate_runs(runs))
+        easy = pooled(simulate_runs(runs, "easy"))
+        assert ours.within2 > easy.within2, name
+        assert abs(ours.total_diff) < abs(easy.total_diff), name
