@@ -60,6 +60,9 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
         return out, None
     start = cols["submit"] + cols["wait"]
     started_by = cols.get("started_by")
+    # The log's first job (by submission), which two of the readings below look at.
+    head = int(np.lexsort((cols["job_id"], cols["submit"]))[0])
+    head_wait = float(cols["wait"][head])
     interval = float(conf.sched.bf_interval)
     if conf.sched.backfill and options.bf_phase < 0 and started_by is not None \
             and interval > 1:
@@ -99,8 +102,7 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
         # for it (started within batch_sched_delay), says it for its own second where
         # the agent's grid puts a cycle there: that cycle started it (the submission
         # came before), or left it to a later pass (after).
-        head = int(np.lexsort((cols["job_id"], cols["submit"]))[0])
-        wait = float(cols["wait"][head])
+        wait = head_wait
         second = float(cols["submit"][head])
         if 0 <= wait < conf.sched.batch_sched_delay and (second - phase) % interval == 0:
             late = not (started_by[head] == 3 and wait == 0)
@@ -128,8 +130,7 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
         # batch_sched_delay): its tick of time 0 could not run a pass yet, that of w
         # could, so its last pass was batch_sched_delay - w before time 0. Started
         # otherwise, it says nothing: boot stays 0.
-        head = int(np.lexsort((cols["job_id"], cols["submit"]))[0])
-        wait = float(cols["wait"][head])
+        wait = head_wait
         delay = conf.sched.batch_sched_delay
         if started_by[head] == 2 and wait == 0 < delay:
             out["boot"] = 600.0
