@@ -13,12 +13,17 @@ cycle on that state at that second and compares the jobs it starts and the expec
 start and nodes of each job it plans with the `start_backfill` and `reserve` rows Slurm
 logged in that cycle. The log's instants are to the millisecond, so a submission, start
 or end in the cycle's own second falls on the side of the cycle it fell on in Slurm.
+sacct gives a per-core job's CPUs but not how many on each node: one spread over several
+nodes is split as the emulation's node choice splits it on the nodes Slurm took, from the
+machine's state at its start, walking the log's starts and releases in order
+(`allocations`); the same walk checks every main-scheduler start against the node choice
+on that state.
 Under priority/multifactor, priorities move between cycles and sacct keeps only the
 last: they are read from the run's sprio snapshots taken between the decay thread's two
 recomputations around the cycle (`Snapshots`). A cycle is skipped where the log cannot
 give the state exactly: a job ended but not yet released (its epilog running), a
-per-core job spread over several nodes (sacct does not say how many CPUs on each), a
-job whose dependency was met in the cycle's own second (sacct's Eligible is whole
+per-core job over several nodes whose split that choice does not give, a job whose
+dependency was met in the cycle's own second (sacct's Eligible is whole
 seconds), and, under multifactor, a cycle in the second of a recomputation or with a
 waiting job no snapshot between the two recomputations shows.
 """
@@ -32,6 +37,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -43,7 +49,7 @@ from schedd.slurm.hostlist import expand  # noqa: E402
 from schedd.slurm.importers import import_log  # noqa: E402
 from schedd.slurm.machine import SlurmSetup  # noqa: E402
 from schedd.slurm.policy import YEAR, SlurmPolicy, guess_job_end  # noqa: E402
-from schedd.slurm.select import Nodes, Placement, Running  # noqa: E402
+from schedd.slurm.select import Nodes, Placement, Running, eval_nodes  # noqa: E402
 from schedd.traces import normalize  # noqa: E402
 
 RUNS = ROOT / "bench" / "slurm_reference" / "runs"
@@ -70,6 +76,92 @@ class Replay:
     starts_agree: int = 0
     plans_agree: int = 0
     differ: list[str] = field(default_factory=list)
+    main_starts: int = 0  # main-scheduler starts whose node choice was checked
+    main_same: int = 0  # ... on the nodes Slurm took
+
+
+@dataclass
+class Allocations:
+    """Where each job of a run held its CPUs: the log names a job's nodes, sacct its CPUs;
+    a per-core job over several nodes is split as the emulation's node choice splits it
+    on the nodes Slurm took, from the machine's state at its start (None where that
+    choice does not give those nodes, or the state is not known)."""
+
+    placements: dict[int, Placement | None] = field(default_factory=dict)
+    main_starts: int = 0
+    main_same: int = 0
+    main_early_nodes: int = 0  # main starts on nodes whose release the log writes later
+    differ: list[str] = field(default_factory=list)
+
+
+def allocations(run: Path, conf: Any, jobs: dict[int, Any], rows: dict[int, dict[str, str]],
+                masks: list[int]) -> Allocations:
+    """Walk the log's starts and releases in order on a model of the nodes' free CPUs.
+    Each main-scheduler start is also checked against the emulation's node choice on
+    that state (`Nodes.place` over the job's partition): the main scheduler takes the
+    nodes cons_tres picks on what is free, where a backfill start also avoids nodes
+    reserved for others (those are checked by the cycle replay)."""
+    out = Allocations()
+    names = {name: i for i, name in enumerate(conf.node_names)}
+    nodes = Nodes(list(conf.node_cpus))
+    unknown: set[int] = set()  # jobs holding CPUs the model cannot place
+    for line in (run / "timeline.tsv").read_text().splitlines()[1:]:
+        cells = line.split("\t") + [""] * 5
+        event = cells[1]
+        if event not in ("start_main", "start_backfill", "release") or not cells[2]:
+            continue
+        job = int(cells[2])
+        if job not in jobs or job not in rows:
+            continue
+        if event == "release":
+            if job in out.placements:
+                place = out.placements[job]
+                if place is not None:
+                    nodes.give(place)
+                unknown.discard(job)
+                out.placements[job] = place  # kept for the cycles that saw it run
+            continue
+        if job in out.placements:
+            continue  # a requeued job's second start: not in these runs
+        sj = jobs[job]
+        picked = [names[n] for n in expand(cells[3])]
+        theirs = sum(1 << i for i in picked)
+        req = SlurmPolicy._request(sj)
+        free = nodes.idle if sj.exclusive else nodes.some
+        if event == "start_main" and theirs & ~free:
+            # Slurm took nodes whose job's release the log writes later: a job killed
+            # with others gets each node back with that node's epilog-complete message,
+            # the log's line comes with the last one, and the first message runs the
+            # main scheduler. Not a choice the state before it can check.
+            out.main_early_nodes += 1
+        elif event == "start_main" and not unknown:
+            ours = nodes.place(req, masks[sj.partition])
+            out.main_starts += 1
+            if ours is not None and ours.mask == theirs:
+                out.main_same += 1
+            else:
+                got = "none" if ours is None else ",".join(
+                    n for n, i in names.items() if ours.mask >> i & 1)
+                out.differ.append(f"main start of job {job} at {cells[0]}: Slurm on "
+                                  f"{cells[3]}, the emulation's choice {got}")
+        place: Placement | None
+        if sj.exclusive:
+            place = Placement(theirs)
+        elif len(picked) == 1:
+            place = Placement(0, ((picked[0], int(rows[job]["NCPUS"])),))
+        elif unknown:
+            place = None
+        else:
+            place = eval_nodes(nodes, theirs & nodes.some, req) if not theirs & ~free \
+                else None
+            if place is not None and place.mask != theirs:
+                place = None
+        if place is None or theirs & ~free:
+            unknown.add(job)  # the model's free CPUs are not known until it ends
+        if place is not None:
+            nodes.take(place)
+        out.placements[job] = place
+    return out
 
 
 def _unix(text: str) -> float:
@@ -167,6 +259,12 @@ def replay(run: Path) -> Replay:
         for node in part.nodes:
             mask |= 1 << node
         masks.append(mask)
+    split = allocations(run, conf, table.jobs, rows, masks)
+    out.main_starts, out.main_same = split.main_starts, split.main_same
+    if split.main_early_nodes:
+        out.skipped["a main start on nodes whose release the log writes later"] = \
+            split.main_early_nodes
+    out.differ += split.differ
     all_mask = (1 << len(names)) - 1
     sched = conf.sched
 
@@ -191,14 +289,9 @@ def replay(run: Path) -> Replay:
                 if inst.end <= at:  # ended (its log line before the cycle's)
                     why = "a job's epilog running"
                     break
-                sj = table.jobs[job]
-                picked = [names.index(n) for n in expand(inst.nodes)]
-                if sj.exclusive:
-                    place = Placement(sum(1 << i for i in picked))
-                elif len(picked) == 1:
-                    place = Placement(0, ((picked[0], int(rows[job]["NCPUS"])),))
-                else:
-                    why = "a per-core job on several nodes"
+                place = split.placements.get(job)
+                if place is None:
+                    why = "a per-core job on several nodes, its CPUs on each unknown"
                     break
                 nodes.take(place)
                 end = math.floor(inst.start) + limit_of(job)
@@ -303,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(r.skipped.items())) or "none"
         print(f"{r.run}: {r.cycles} cycles replayed; starts as Slurm's in "
               f"{r.starts_agree}; {r.plans_agree} plans as Slurm's, "
-              f"{len(r.differ)} differences; skipped: {skipped}")
+              f"{len(r.differ)} differences; skipped: {skipped}; main-scheduler starts "
+              f"on the nodes the emulation picks: {r.main_same} of {r.main_starts}")
         for line in r.differ[:args.show]:
             print("  " + line)
     return 0

@@ -51,21 +51,77 @@ def test_a_plan_that_differs_from_slurms_is_reported(tmp_path: Path) -> None:
 def test_slurms_cycles_replayed_from_its_own_state_start_and_plan_as_slurm() -> None:
     # bench/slurm_cycles.py: each cycle Slurm logged, run on the emulation's cycle from
     # the state the log gives at that instant: every start and every plan the same
-    # (basic-bf2/r9: 3,918 plans in 293 cycles; partitions/r9: 2,088 in 264, since
-    # running jobs that end in the same second are walked in submission order).
+    # (basic-bf2/r9: 5,214 plans in 383 cycles; partitions/r9: 3,502 in 333, since
+    # per-core jobs over several nodes are split as the node choice splits them), and
+    # every main-scheduler start on the nodes the emulation's choice takes.
     import slurm_cycles
 
     basic = slurm_cycles.replay(RUNS / "basic-bf2" / "r9")
-    assert basic.cycles >= 250 and basic.plans_agree >= 3000
+    assert basic.cycles >= 350 and basic.plans_agree >= 5000
     assert basic.starts_agree == basic.cycles and not basic.differ, basic.differ[:3]
     parts = slurm_cycles.replay(RUNS / "partitions" / "r9")
-    assert parts.cycles >= 250 and parts.plans_agree >= 2000
+    assert parts.cycles >= 300 and parts.plans_agree >= 3000
     assert parts.starts_agree == parts.cycles and not parts.differ, parts.differ[:3]
     # Multifactor: the priorities each cycle saw, from the sprio snapshots between the
-    # decay thread's recomputations (1,550 plans in 139 cycles, 2026-11-29).
+    # decay thread's recomputations (2,286 plans in 173 cycles, 2026-11-29).
     mf = slurm_cycles.replay(RUNS / "multifactor-fs" / "r9")
-    assert mf.cycles >= 100 and mf.plans_agree >= 1000
+    assert mf.cycles >= 150 and mf.plans_agree >= 2000
     assert mf.starts_agree == mf.cycles and not mf.differ, mf.differ[:3]
+    for r in (basic, parts, mf):
+        assert r.main_starts >= 25 and r.main_same == r.main_starts, r.run
+
+
+def test_per_core_jobs_over_several_nodes_are_split_from_the_state_at_their_start(
+        tmp_path: Path) -> None:
+    # Three nodes of 4 CPUs; job 5 holds n3 (exclusive). Job 1 takes 3 CPUs of n1 (one
+    # node: sacct's NCPUS says how many). Job 2 asks for 6 CPUs and the log puts it on
+    # n[1-2], where the model has 1 + 4 free: that split is not known, and nothing is
+    # checked or split until job 2 is gone. Job 3 (5 CPUs on n[1-2] once jobs 1 and 2
+    # are released) is split as the node choice splits it: n1 whole and 1 CPU of n2.
+    # Job 4, exclusive, is started by the main scheduler on n3 before the log's release
+    # of job 5 (a job killed with others gets each node back with that node's own
+    # epilog-complete message, the log's line comes with the last): counted, not
+    # checked. Job 6's main start, 2 CPUs on n2, is the emulation's choice: the node
+    # with the fewest free CPUs that holds it.
+    import slurm_cycles
+
+    from schedd.slurm.conf import read_slurm_conf
+    from schedd.slurm.jobs import SlurmJob
+
+    conf_path = tmp_path / "slurm.conf"
+    conf_path.write_text("NodeName=n[1-3] CPUs=4\nPartitionName=p Nodes=ALL Default=YES\n")
+    conf = read_slurm_conf(conf_path)
+
+    def job(cpus: int, nodes: int = 1, exclusive: bool = False) -> SlurmJob:
+        return SlurmJob(cpus=cpus, min_nodes=nodes, max_nodes=nodes if exclusive else 3,
+                        exclusive=exclusive, partition=0, user="u", account="a",
+                        qos="normal", time_limit=600.0)
+
+    jobs = {1: job(3), 2: job(6), 3: job(5), 4: job(4, exclusive=True),
+            5: job(4, exclusive=True), 6: job(2)}
+    ncpus = {1: 3, 2: 6, 3: 5, 4: 4, 5: 4, 6: 2}
+    rows = {j: {"NCPUS": str(n)} for j, n in ncpus.items()}
+    (tmp_path / "timeline.tsv").write_text(
+        "time\tevent\tjob\tnodes\texpected_start\n"
+        "10.0\tstart_backfill\t5\tn3\t\n"
+        "11.0\tstart_main\t1\tn1\t\n"
+        "12.0\tstart_backfill\t2\tn[1-2]\t\n"
+        "13.0\trelease\t2\t\t\n"
+        "14.0\trelease\t1\t\t\n"
+        "15.0\tstart_main\t3\tn[1-2]\t\n"
+        "16.0\tstart_main\t4\tn3\t\n"
+        "16.1\trelease\t5\t\t\n"
+        "17.0\trelease\t4\t\t\n"
+        "18.0\tstart_main\t6\tn2\t\n")
+    out = slurm_cycles.allocations(tmp_path, conf, jobs, rows, [0b111])
+    assert out.placements[1] is not None and out.placements[1].partial == ((0, 3),)
+    assert out.placements[2] is None  # 1 + 4 CPUs free on n[1-2]: not 6
+    assert out.placements[3] is not None
+    assert sorted(out.placements[3].place([4, 4, 4])) == [(0, 4), (1, 1)]
+    assert out.placements[4] is not None and out.placements[4].full == 0b100
+    assert out.main_early_nodes == 1
+    # Checked: jobs 1, 3 and 6.
+    assert (out.main_starts, out.main_same) == (3, 3), out.differ
 
 
 def test_a_cycles_priorities_come_from_snapshots_between_its_recomputations(
@@ -105,8 +161,9 @@ def test_the_check_runs_cycles_are_slurms_too() -> None:
         r = slurm_cycles.replay(run)
         assert r.cycles >= 50, (r.run, r.skipped)
         assert r.starts_agree == r.cycles and not r.differ, (r.run, r.differ[:3])
+        assert r.main_same == r.main_starts, (r.run, r.differ[:3])
         plans += r.plans_agree
-    assert plans >= 4000
+    assert plans >= 12000
 
 
 def test_on_the_check_runs_the_emulation_is_closer_to_slurm_than_easy() -> None:
