@@ -72,10 +72,11 @@ def slurms_plans(run: Path, epoch: float) -> tuple[dict[int, dict[int, Plan]], s
     return cycles, ends
 
 
-def compare(run: Path) -> Comparison:
+def compare(run: Path, read_order: bool = True) -> Comparison:
+    """`read_order`: as simulate_run's (False: the order of cycle and tick left unread)."""
     epoch = import_log("slurm", str(run / "sacct.txt")).trace.header.unix_start_time
     real, ends = slurms_plans(run, epoch)
-    sim = simulate_run(run, record_plans=True)
+    sim = simulate_run(run, record_plans=True, read_order=read_order)
     policy = sim.policy
     names = policy.conf.node_names
     out = Comparison(f"{run.parent.name}/{run.name}")

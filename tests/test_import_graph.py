@@ -25,6 +25,8 @@ LAYERS = {
     "slurm.importers.cli": 4,
     # Measures simulations against real runs, as compare does: above sim.
     "slurm.fidelity": 3,
+    # Reads an imported log's order of cycle and tick by simulating its first jobs.
+    "slurm.second_order": 3,
 }
 
 

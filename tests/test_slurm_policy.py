@@ -702,3 +702,65 @@ def test_the_first_job_says_whether_submissions_come_after_their_seconds_cycle(
     policy, said = bound_to_log(tmp_path, rows, conf)
     assert policy.options.bf_phase == float(shift), said
     assert policy.options.submit_after_backfill == expected, said
+
+
+def test_a_cycle_before_the_tick_sees_none_of_its_seconds_ends(tmp_path: Path) -> None:
+    # Cycles at 1, 6, 11 (bf_interval 5, phase 1); no Epilog script, so an end only
+    # queues a pass for the background thread. Job 1 (4 nodes, 6 s) started by the tick
+    # of 0 ends at 6, after the tick of 6 (shorter than launch / tick_drift, 23 s).
+    # The cycle after the tick (-1, 1) sees that end: job 2 starts at 6 by backfill. The
+    # cycle before the tick (0) comes before it too: the tick of 7 starts job 2.
+    setup = machine(tmp_path, "SchedulerType=sched/backfill\nSchedulerParameters="
+                              "bf_interval=5\n", nodes=NODES)
+    jobs = [job(setup, 1, 0, 6, nodes=4), job(setup, 2, 2, 20, nodes=4)]
+    for order in (-1.0, 1.0):
+        engine, policy = run(setup, jobs, bf_phase=1.0, backfill_after_tick=order)
+        assert starts(engine) == {1: 0.0, 2: 6.0} and policy.started_by[2] == "backfill"
+    engine, policy = run(setup, jobs, bf_phase=1.0, backfill_after_tick=0.0)
+    assert starts(engine) == {1: 0.0, 2: 7.0} and policy.started_by[2] == "main"
+    # A 31 s job ends at 31, a cycle's second, before the tick: the tick of 31 starts
+    # job 2 under either order (3 s since its last pass).
+    jobs = [job(setup, 1, 0, 31, nodes=4), job(setup, 2, 2, 20, nodes=4)]
+    for order in (-1.0, 0.0):
+        engine, policy = run(setup, jobs, bf_phase=1.0, backfill_after_tick=order)
+        assert starts(engine) == {1: 0.0, 2: 31.0} and policy.started_by[2] == "main"
+
+
+@pytest.mark.parametrize("order", [0.0, -1.0])
+def test_the_order_of_cycle_and_tick_is_read_off_a_logs_first_jobs(
+        tmp_path: Path, order: float) -> None:
+    # A log made by the emulation itself under one order (40 jobs of 1-4 nodes, 3-14 s,
+    # a submission every 0-2 s, a fixed seed) is read back as that order: its first 30
+    # jobs start as the log has them under it, not under the other.
+    import random
+
+    from schedd.slurm.second_order import read_cycle_order
+
+    conf = "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=5\n"
+    setup = machine(tmp_path, conf, nodes=NODES)
+    rng = random.Random(7)
+    jobs, at = [], 0
+    for jid in range(1, 41):
+        jobs.append(job(setup, jid, at, rng.randint(3, 14), nodes=rng.randint(1, 4)))
+        at += rng.randint(0, 2)
+    engine, policy = run(setup, jobs, bf_phase=1.0, backfill_after_tick=order)
+    flags = {"main": "SchedMain", "backfill": "SchedBackfill"}
+    rows = []
+    for spec, _ in jobs:
+        done = engine.finished[spec.id]
+        start, end = int(done.first_start), int(done.end_time)
+        rows.append(f"{spec.id}|{at_second(int(spec.submit))}|{at_second(start)}|"
+                    f"{at_second(end)}|00:10:00|{spec.nodes // 4}|{spec.nodes}|COMPLETED|"
+                    f"{flags[policy.started_by[spec.id]]}")
+    (tmp_path / "sacct.txt").write_text("\n".join([SACCT_HEAD] + rows) + "\n")
+    from schedd.slurm.importers import import_log
+    from schedd.traces import normalize
+
+    trace = normalize(import_log("slurm", str(tmp_path / "sacct.txt")).trace,
+                      procs_per_node=1, max_nodes=10**9)
+    trace, table = setup.prepare(trace)
+    read = SlurmPolicy(SlurmOptions(boot=600.0, epilog=0.0, bf_phase=1.0), setup.cluster)
+    said = read_cycle_order(setup, read, trace,
+                            setup.bind(read, table, trace.header.unix_start_time, trace))
+    assert read.options.backfill_after_tick == order, said
+    assert said is not None and ("before the background tick" in said) == (order == 0.0)

@@ -24,6 +24,7 @@ from ..traces import normalize
 from .importers import import_log
 from .machine import SlurmSetup
 from .policy import SlurmOptions, SlurmPolicy
+from .second_order import read_cycle_order
 
 
 @dataclass(frozen=True)
@@ -157,11 +158,12 @@ def decay_phase(run: Path, calc_period: float, max_age: float,
 
 
 def simulate_run(run: Path, policy_name: str = "slurm", record_plans: bool = False,
-                 **options: str) -> Simulated:
+                 read_order: bool = True, **options: str) -> Simulated:
     """Simulate a reference run's sacct output with its slurm.conf and associations (the
     decay thread's phase from the run's sprio snapshots where it has them). Another
     `policy_name` runs that policy on the same machine and jobs instead (a baseline).
-    `record_plans` keeps the slurm policy's backfill reservations (`plans`)."""
+    `record_plans` keeps the slurm policy's backfill reservations (`plans`);
+    `read_order` False leaves the order of cycle and tick unread (second_order)."""
     import time
 
     imported = import_log("slurm", str(run / "sacct.txt"))
@@ -178,7 +180,9 @@ def simulate_run(run: Path, policy_name: str = "slurm", record_plans: bool = Fal
         policy: Any = SlurmPolicy(parse_options("slurm", SlurmOptions,
                                                 [f"{k}={v}" for k, v in options.items()]),
                                   setup.cluster)
-        setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+        said = setup.bind(policy, jobs, trace.header.unix_start_time, trace)
+        if read_order:
+            read_cycle_order(setup, policy, trace, said)
         if record_plans:
             policy.plans = []
         engine_options = EngineOptions(**policy.engine_overrides())

@@ -122,6 +122,7 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
             out["backfill_after_tick"] = 1.0
             said.append("backfill cycles later in the second than the background tick "
                         "(submissions came between them)")
+
     if options.boot < 0 and started_by is not None:
         # The first job (by submission) started by the main scheduler before
         # batch_sched_delay had passed: the background thread's last pass was at least
@@ -153,7 +154,7 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
         return out, None
     return out, ("read off the log: " + "; ".join(said)
                  + " (--opt bf_phase=S / check_phase=S / boot=S / submit_after_backfill=0|1 / "
-                 "submit_after_tick=0|1 to set them)")
+                 "submit_after_tick=0|1 / backfill_after_tick=0|1 to set them)")
 
 
 def cluster_of(conf: SlurmConf) -> CpuNodes:

@@ -125,9 +125,12 @@ class SlurmOptions:
     backfill_after_tick: float = field(default=-1.0, metadata={
         "help": "1: backfill cycles come later in the second than the background "
                 "thread's tick, so a job a cycle started ends after the tick of its last "
-                "second, which sees it only a second later; 0: before it (-1: simulate "
-                "reads it off an imported log, where submissions came after the tick and "
-                "before the cycle, else 0)"})
+                "second, which sees it only a second later; 0: earlier, so a cycle sees "
+                "none of its own second's ends, which the tick sees (-1: neither said: "
+                "the tick first, a cycle's jobs ending before the tick; simulate reads it "
+                "off an imported log: the submissions' place between the two, else the "
+                "order under which its first jobs start as they did; docs/slurm.md, What "
+                "runs when)"})
     check_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of 30 s at which time limits are checked (-1: from "
                 "boot; simulate infers it from an imported log's time-outs)"})
@@ -384,6 +387,8 @@ class SlurmPolicy(Policy):
         self._catch_up_backfill(now)
         self._background_catch_up(now)
         self._run_decay(now)  # jobs that end now ran until now: charged first
+        if self.sched.backfill and self.options.backfill_after_tick == 0:
+            return self._cycle_first(view, now, decisions)
         # Within one second, submissions are seen before the epilog pass of a job ending in
         # it: a submission's second begins with it more often than not (sbatch at whole
         # seconds; in the reference runs' logs 252 submissions preceded a job's completion
@@ -420,12 +425,50 @@ class SlurmPolicy(Policy):
         self._wake(now, decisions)
         return decisions
 
+    def _cycle_first(self, view: View, now: float, decisions: list[Decision]
+                     ) -> list[Decision]:
+        """A second whose backfill cycle comes before the background thread's tick
+        (`backfill_after_tick` 0): the cycle sees the submissions (those of this second
+        only where they come before it, `submit_after_backfill`) but none of this
+        second's ends — a job a cycle started ends `launch` past a cycle's phase, one a
+        tick started `launch` past a tick's, both after this cycle — and then the ends
+        are given back as in `schedule`, before or after the tick."""
+        submitted = self._observe_submissions(view, now)
+        cancelled = self._observe_cancellations()
+        if submitted or cancelled:
+            self._update(now)
+        self._begin_times(now)
+        for p in submitted:
+            self._submitted(p, now, decisions)
+        self._maybe_backfill(now, decisions)
+        # Jobs the cycle just started are not running in the engine yet: not ends.
+        started = {d.job_id for d in decisions if isinstance(d, Start)}
+        ended = self._observe_ends(now, started)
+        if ended:
+            self._update(now)
+            self._begin_times(now)
+        for run in ended:
+            self._job_ended(run, now)
+        released = self._release(now)
+        if released and not self.sched.defer:
+            self._main_pass(now, False, decisions)  # the epilog's schedule()
+        elif released:
+            self.sched_requests += 1
+        self._background(now, decisions)
+        if self.after_tick:
+            late, self.after_tick = self.after_tick, []
+            self._give_back(late, now)
+        self._wake(now, decisions)
+        return decisions
+
     # -- what happened since the last instant -------------------------------------------
-    def _observe_ends(self, now: float) -> list[_Run]:
+    def _observe_ends(self, now: float, fresh: set[int] | None = None) -> list[_Run]:
+        """Running jobs the engine has ended, but for `fresh` (started in this instant,
+        not yet running in the engine)."""
         out = []
         for run in list(self.running.values()):
             state = run.job.state
-            if state is _RUNNING or state is _CHECKPOINTING:
+            if state is _RUNNING or state is _CHECKPOINTING or (fresh and run.id in fresh):
                 continue
             del self.running[run.id]
             if run.view is not None:
