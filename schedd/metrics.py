@@ -184,10 +184,16 @@ def _sorted_percentiles(a: np.ndarray) -> np.ndarray:
     return np.where(gamma >= 0.5, above - diff * (1 - gamma), below + diff * gamma)
 
 
+def _without_nan(a: np.ndarray) -> np.ndarray:
+    """An ascending array without the NaNs np.sort put at its end."""
+    if a.size and np.isnan(a[-1]):
+        a = a[: np.searchsorted(np.isnan(a), True)]
+    return a
+
+
 def _describe_sorted(a: np.ndarray) -> dict[str, Any]:
     """count, mean and percentiles of an ascending array whose NaNs (if any) sort last."""
-    if a.size and np.isnan(a[-1]):
-        a = a[: np.searchsorted(np.isnan(a), True)]  # np.sort puts NaN at the end
+    a = _without_nan(a)
     out: dict[str, Any] = {"count": int(a.size), "mean": _mean(a)}
     if a.size:
         q = _sorted_percentiles(a)
@@ -513,7 +519,8 @@ def headline(
     waste = results.get("waste_node_s")
     if waste is not None:
         waste = np.asarray(waste, dtype=np.float64)[keep]
-    means = {name: _describe_sorted(np.sort(metrics[name]))["mean"]
+    # _describe_sorted's mean without its percentiles (three quarters of its time).
+    means = {name: _mean(_without_nan(np.sort(metrics[name])))
              for name in ("wait_s", "slowdown", "bounded_slowdown")}
     return {"mean_wait_s": means["wait_s"], "mean_slowdown": means["slowdown"],
             "mean_bounded_slowdown": means["bounded_slowdown"],
