@@ -100,9 +100,9 @@ class PlainEpisode:
         self.next_row = 0
         self.queue: list[int] = []  # waiting rows, ascending: queue order
         self.ends: list[tuple[float, int, int]] = []  # heap of (end, start order, row)
-        # Running rows by (predicted end, job id), as View.running_by_end orders them,
-        # and the same ends and rows apart for the shadow (easy_plain's lists).
-        self.by_key: list[tuple[float, int]] = []
+        # Running rows by (predicted end, job id), as View.running_by_end orders them:
+        # their ends and rows (easy_plain's lists; the shadow reads them too). Kept by
+        # hand, not as a list of (end, id) pairs: no pair is built or compared.
         self.by_end: list[float] = []
         self.by_end_row: list[int] = []
         self.predicted = [0.0] * n
@@ -172,8 +172,9 @@ class PlainEpisode:
         while ends and ends[0][0] == t:
             row = heapq.heappop(ends)[2]
             self.free += self.nodes[row]
-            i = bisect.bisect_left(self.by_key, (self.predicted[row], self.ids[row]))
-            del self.by_key[i]
+            i = bisect.bisect_left(self.by_end, self.predicted[row])
+            while self.by_end_row[i] != row:
+                i += 1
             del self.by_end[i]
             del self.by_end_row[i]
             self.end[row] = t
@@ -202,9 +203,7 @@ class PlainEpisode:
                     order = queue
                     if queue[0] != head:
                         order = [head, *[r for r in queue if r != head]]
-                    _, later, self.shadow, self.extra = _easy_starts(
-                        order, free, self.now, "first", self.by_end, self.by_end_row,
-                        self.nodes, self.walltime)
+                    _, later, self.shadow, self.extra = self._easy_starts(order, free)
                     self.waiting = self.incremental
                 self.tried = self.next_row
                 self._apply(later)
@@ -234,9 +233,8 @@ class PlainEpisode:
         self.head = head
         if head >= 0 and self.backfill:
             rest.remove(head)
-            _, later, self.shadow, self.extra = _easy_starts(
-                [*picked, head, *rest], self.free, self.now, "first", self.by_end,
-                self.by_end_row, nodes, self.walltime)
+            _, later, self.shadow, self.extra = self._easy_starts(
+                [*picked, head, *rest], self.free)
             # The next pass, at an instant with arrivals only, tries them alone: the
             # jobs started here hold their nodes until now + walltime, as reckoned.
             self.waiting = self.incremental
@@ -245,6 +243,13 @@ class PlainEpisode:
         elif picked:
             self._apply(picked)
         return True
+
+    def _easy_starts(self, order: list[int], free: int) -> tuple[int, list[int], float, int]:
+        """easy_plain._easy_starts(order, free, now, "first", ...) on this episode's rows.
+        (A C version, converting the lists at each call, was slower on lublin_256, whose
+        queues at a pass are short: 41-48k against 46-57k steps/s with EASY.)"""
+        return _easy_starts(order, free, self.now, "first", self.by_end, self.by_end_row,
+                            self.nodes, self.walltime)
 
     def _apply(self, rows: list[int]) -> None:
         """Start `rows` in order, as Engine._start does."""
@@ -260,9 +265,12 @@ class PlainEpisode:
             heapq.heappush(self.ends, (max(c0 + self.target[row], t), len(self.started), row))
             end = max(c0 + self.walltime[row], t)
             self.predicted[row] = end
-            key = (end, self.ids[row])
-            i = bisect.bisect_left(self.by_key, key)
-            self.by_key.insert(i, key)
+            # After the ends before it and equal ends of smaller ids (bisect.insort of
+            # (end, id) into the view's list).
+            i = bisect.bisect_right(self.by_end, end)
+            job_id = self.ids[row]
+            while i > 0 and self.by_end[i - 1] == end and self.ids[self.by_end_row[i - 1]] > job_id:
+                i -= 1
             self.by_end.insert(i, end)
             self.by_end_row.insert(i, row)
             self.started.append(row)
@@ -280,7 +288,7 @@ class PlainEpisode:
         self.jobs = np.zeros((self.window, self.n_features))
         self.machine = np.zeros(5 + 2 * self.running)
         native.fill(self.jobs, self.machine, self.static, win, self.now, self.pass_free,
-                    self.total, len(rest), len(self.by_key) + len(picked), self.by_end,
+                    self.total, len(rest), len(self.by_end) + len(picked), self.by_end,
                     self.by_end_row, picked)
         self.n = n
         self.window_rows = win
@@ -298,7 +306,7 @@ class PlainEpisode:
             np.subtract(now, jobs[:n, SUBMIT], out=jobs[:n, WAIT])
             np.less_equal(jobs[:n, NODES], free, out=jobs[:n, FITS], casting="unsafe")
         out: list[float] = [now, float(free), float(self.total), float(len(rest)),
-                            float(len(self.by_key) + len(picked))]
+                            float(len(self.by_end) + len(picked))]
         if limit > 0:
             nodes = self.nodes
             first = min(limit, len(self.by_end))
@@ -324,13 +332,15 @@ class PlainEpisode:
         self.window_rows = win
 
     def record(self, engine: Engine) -> None:
-        """Give `engine` (fresh, with an empty result table) the results, clock and
-        counters the general engine ends the sequence with."""
+        """Give `engine` (fresh, with an empty result table and no recorder) the results,
+        clock and counters the general engine ends the sequence with; the result rows in
+        queue order (the general engine appends them as jobs end), which is the order
+        `sim.sort_results` gives both."""
         n = self.n_jobs
+        assert len(self.ended) == n and engine.recorder is None
         engine.adopt_clock(self.now, self.busy)
         engine.stats["passes"] += self.passes
         engine.stats["decisions"] += len(self.started)
         _record(engine, self.cols, self.job, np.array(self.start, np.float64),
                 np.array(self.end, np.float64), np.array(self.backfilled, np.bool_),
-                np.array(self.started, np.int64), np.array(self.ended, np.int64))
-        assert len(self.ended) == n
+                np.array(self.started, np.int64), np.arange(n, dtype=np.int64))
