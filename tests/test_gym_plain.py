@@ -110,3 +110,33 @@ def test_fast_path_only_where_it_applies():
     env = PickJob(jobs=32)
     env.reset(seed=1)
     assert env._episode is not None
+
+
+def test_malformed_observation_calls_are_refused():
+    """_agent_obs.fill checks sizes and rows instead of writing or reading past them."""
+    from schedd.policies import _agent_obs
+
+    static = np.ones((4, 11))
+    ok = dict(jobs=np.zeros((2, 11)), machine=np.zeros(7), static=static)
+
+    def fill(jobs=None, machine=None, rows=(0, 1), ends=(), end_rows=(), picked=()):
+        _agent_obs.fill(ok["jobs"] if jobs is None else jobs,
+                        ok["machine"] if machine is None else machine, static, list(rows),
+                        1.0, 2, 4, 2, 1, list(ends), list(end_rows), list(picked))
+
+    fill(ends=[3.0], end_rows=[2], picked=[3])
+    assert ok["machine"].tolist() == [1.0, 2.0, 4.0, 2.0, 1.0, 1.0, 1.0]
+    for bad, error in ((dict(rows=(0, 1, 2)), ValueError),  # more rows than the window
+                       (dict(rows=(4,)), IndexError), (dict(rows=(-1,)), IndexError),
+                       (dict(ends=[1.0], end_rows=[]), ValueError),
+                       (dict(ends=[1.0], end_rows=[9]), IndexError),
+                       (dict(picked=[7]), IndexError),
+                       (dict(jobs=np.zeros((2, 10))), ValueError),
+                       (dict(machine=np.zeros(6)), ValueError),
+                       (dict(machine=np.zeros(3)), ValueError),
+                       (dict(jobs=np.zeros((2, 11))[:, ::-1]), (ValueError, BufferError)),
+                       (dict(ends=["x"], end_rows=[0]), TypeError)):
+        with pytest.raises(error):
+            fill(**bad)
+    with pytest.raises(TypeError):
+        _agent_obs.fill(ok["jobs"], ok["machine"], static, (0,), 1.0, 2, 4, 2, 1, [], [], [])
