@@ -6,18 +6,18 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: demo test lint sanitize bench proto clean
 
-# Modules mypyc compiles at install, and the four C modules (setup.py); editing one
+# Modules mypyc compiles at install, and the five C modules (setup.py); editing one
 # rebuilds, so no stale build runs.
 COMPILED := schedd/core/engine.py schedd/core/engine_state.py schedd/core/engine_jobs.py \
             schedd/core/engine_preempt.py schedd/core/engine_elastic.py schedd/core/exec_state.py schedd/core/recorder.py schedd/core/job.py schedd/core/lifecycle.py schedd/core/results.py \
             schedd/core/events.py schedd/core/view.py schedd/core/checkpoint.py schedd/core/node_numbers.py \
             schedd/core/decisions.py schedd/core/spec_rows.py \
             schedd/policies/backfill.py schedd/policies/easy_plain.py schedd/policies/pool_profile.py \
-            schedd/policies/agent_rows.py schedd/slurm/select.py \
+            schedd/policies/agent_rows.py schedd/policies/agent_plain.py schedd/slurm/select.py \
             schedd/slurm/backfill.py schedd/policies/ckpt_backfill.py schedd/policies/wfp2.py \
             schedd/_row_text.c \
             schedd/traces/_whole_numbers.c schedd/core/_lowest_first.c \
-            schedd/policies/_easy_plain.c
+            schedd/policies/_easy_plain.c schedd/policies/_agent_obs.c
 
 # compileall: an editable install leaves no bytecode, and where PYTHONDONTWRITEBYTECODE is
 # set none is ever written, so every command compiled its modules again (30-40 ms each).

@@ -1,10 +1,11 @@
 """Optional compiled build: mypyc turns the engine's hot modules into C extensions
 (about 1.9x faster simulations, measured in docs/benchmarks.md); schedd/_row_text.c
 formats the result files' rows (schedd/row_text.py), schedd/traces/_whole_numbers.c
-parses SWF rows of whole numbers (schedd/traces/swf.py) and schedd/core/_lowest_first.c
-numbers a node pool's nodes for segments.csv (schedd/run_files.py), and
+parses SWF rows of whole numbers (schedd/traces/swf.py), schedd/core/_lowest_first.c
+numbers a node pool's nodes for segments.csv (schedd/run_files.py),
 schedd/policies/_easy_plain.c runs the plain-EASY fast path's loop
-(schedd/policies/easy_plain.py). The same sources run as plain Python
+(schedd/policies/easy_plain.py), and schedd/policies/_agent_obs.c builds PickJob's
+observation on its fast path (schedd/policies/agent_plain.py). The same sources run as plain Python
 and NumPy: set SCHEDD_PURE_PYTHON=1, or lack a C compiler, and the build skips both.
 Keep these lists in step with COMPILED in the Makefile (edits there trigger a rebuild)."""
 
@@ -34,6 +35,7 @@ COMPILED = [
     "schedd/policies/backfill.py",
     "schedd/policies/easy_plain.py",
     "schedd/policies/agent_rows.py",
+    "schedd/policies/agent_plain.py",
     "schedd/policies/pool_profile.py",
     "schedd/slurm/select.py",
     "schedd/slurm/backfill.py",
@@ -59,8 +61,8 @@ class OptionalBuildExt(build_ext):
 
 
 # Hand-written C where no library does the job: the result files' row formatter, the
-# parser of SWF rows of whole numbers, the lowest-first fit of node numbers and the
-# plain-EASY loop, each ahead of a Python or NumPy path that stays the reference and the
+# parser of SWF rows of whole numbers, the lowest-first fit of node numbers, the
+# plain-EASY loop and the agent's observation on a plain pool, each ahead of a Python or NumPy path that stays the reference and the
 # fallback.
 # -ffp-contract=off: no multiply and add fused into one rounding, so that every float is
 # the one Python computes.
@@ -70,6 +72,7 @@ NATIVE = [Extension(name, [source], extra_compile_args=["-O3", "-ffp-contract=of
               ("schedd.traces._whole_numbers", "schedd/traces/_whole_numbers.c"),
               ("schedd.core._lowest_first", "schedd/core/_lowest_first.c"),
               ("schedd.policies._easy_plain", "schedd/policies/_easy_plain.c"),
+              ("schedd.policies._agent_obs", "schedd/policies/_agent_obs.c"),
           )]
 
 

@@ -24,10 +24,12 @@ copied into this repository. Gym 0.26 seeds with a numpy Generator, which has no
 first rows, which is also how both environments get the same sequences. Without
 --rlscheduler only PickJob is measured.
 
-Beside each pair, the engine alone: schedd's general engine (not the plain-EASY fast
-path) running the same sequences with the policy FCFS picks amount to (EASY with
-backfilling, FCFS without), its time per PickJob step: what any environment driving this
-engine spends at least, whatever its own code.
+PickJob runs twice: as it is (on lublin_256's node pool an episode takes the fast path,
+schedd/policies/agent_plain.py) and with plain=False (the general engine, as on Blue
+Gene/Q or with failures). Beside them, the engine alone: schedd's general engine (not a
+fast path) running the same sequences with the policy FCFS picks amount to (EASY with
+backfilling, FCFS without), its time per PickJob step: what PickJob(plain=False) spends
+at least, whatever its own code.
 
 Without backfilling and with FCFS picks both environments schedule the same way (start
 the first waiting job when it fits, else wait for releases), so the mean bounded
@@ -112,11 +114,11 @@ def ours(env: PickJob, job: int) -> dict:
 
 
 def engine_alone(trace: str, first_jobs: list[int], backfill: bool, rounds: int) -> float:
-    """Seconds schedd's general engine (the one PickJob drives; not the plain-EASY fast
-    path `simulate` takes for EASY) runs the same sequences with the policy PickJob's FCFS
-    picks amount to (EASY with backfilling, FCFS without), set up as an episode is, the
-    fastest of `rounds` per sequence: a floor under PickJob's step time that no
-    environment driving this engine goes below."""
+    """Seconds schedd's general engine (the one PickJob(plain=False) drives; not the
+    plain-EASY fast path `simulate` takes for EASY) runs the same sequences with the policy
+    PickJob's FCFS picks amount to (EASY with backfilling, FCFS without), set up as an
+    episode is, the fastest of `rounds` per sequence: a floor under PickJob(plain=False)'s
+    step time."""
     from schedd.core.engine import Engine
     from schedd.core.results import ResultTable
     from schedd.gym import sequences
@@ -213,12 +215,14 @@ def main() -> int:
     # on both alike.
     theirs = (Theirs(args.rlscheduler, args.rl_python or sys.executable, args.trace)
               if args.rlscheduler else None)
-    envs = {bf: PickJob(trace=args.trace, jobs=256, backfill=bf) for bf in (False, True)}
+    envs = {(bf, plain): PickJob(trace=args.trace, jobs=256, backfill=bf, plain=plain)
+            for bf in (False, True) for plain in (True, False)}
     best: dict[tuple[str, bool, int], dict] = {}
     for _ in range(args.rounds):
         for i, (row, job) in enumerate(zip(rows, first_jobs, strict=True)):
             for backfill in (False, True):
-                runs = [("ours", ours(envs[backfill], job))]
+                runs = [("ours", ours(envs[backfill, True], job)),
+                        ("general", ours(envs[backfill, False], job))]
                 if theirs is not None:
                     runs.append(("theirs", theirs.run(row, backfill)))
                 for who, run in runs:
@@ -231,6 +235,9 @@ def main() -> int:
         mine = [best["ours", backfill, i] for i in range(len(rows))]
         report[f"pickjob_backfill={backfill}"] = mine
         steps, per_s, reset = rate(mine)
+        general = [best["general", backfill, i] for i in range(len(rows))]
+        report[f"pickjob_general_backfill={backfill}"] = general
+        g_steps, g_per_s, g_reset = rate(general)
         floor_s = engine_alone(args.trace, first_jobs, backfill, args.rounds)
         report[f"engine_alone_backfill={backfill}_s"] = floor_s
         other = [best["theirs", backfill, i] for i in range(len(rows))] if theirs else None
@@ -243,10 +250,14 @@ def main() -> int:
         lines.append(f"| schedd PickJob | {'EASY' if backfill else 'none'} | {steps:,} | "
                      f"{per_s:,.0f} | {1000 * reset:,.1f} | "
                      + (f"{per_s / o_per_s:,.1f}x |" if other else "- |"))
+        lines.append(f"| schedd PickJob, general engine (plain=False) | "
+                     f"{'EASY' if backfill else 'none'} | {g_steps:,} | {g_per_s:,.0f} | "
+                     f"{1000 * g_reset:,.1f} | "
+                     + (f"{g_per_s / o_per_s:,.1f}x |" if other else "- |"))
         lines.append(f"| (schedd's general engine alone, with "
                      f"{'EASY' if backfill else 'FCFS'} on the same sequences: "
                      f"{1e6 * floor_s / steps:,.0f} us per PickJob step, at most "
-                     f"{steps / floor_s:,.0f} steps/s"
+                     f"{steps / floor_s:,.0f} steps/s for PickJob(plain=False)"
                      + (f" = {steps / floor_s / o_per_s:,.1f}x HPCEnv" if other else "")
                      + ") | | | | | |")
         if other and not backfill:

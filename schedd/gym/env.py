@@ -4,7 +4,10 @@ One step is one choice of `schedd.policies.agent.AgentPolicy`: the engine runs t
 episode's sequence as `schedd simulate` would (same engine, same policy, same setup by
 `sim.feed_engine`), and whenever that policy needs a choice the pass is stopped (the
 chooser raises `_Choice` before the pass returned a decision), the observation goes to
-the learner, and the learner's action resumes it (`Engine.run_pass`). See docs/learned.md.
+the learner, and the learner's action resumes it (`Engine.run_pass`). On a plain node
+pool the episode takes the engine's fast path instead (`agent_plain.PlainEpisode`, the
+agent's passes on the sequence's rows, as `schedd simulate` takes easy_plain's for EASY),
+with the same observations, rewards and schedule. See docs/learned.md.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from gymnasium import spaces
 from ..core.engine import Engine, EngineOptions
 from ..core.results import ResultTable
 from ..policies.agent import AgentOptions, AgentPolicy
+from ..policies.agent_plain import PlainEpisode
+from ..policies.easy_plain import plain_engine
 from ..sim import feed_engine, sort_results
 from ..traces import NormalizedTrace
 from . import rewards, sequences
@@ -34,7 +39,8 @@ class PickJob(gymnasium.Env):
     shown, 32), `backfill` (EASY around the chosen job, True), `reward` ("bsld", "wait",
     "slowdown" or "utilisation"), `shaping` (weight of the per-step shaping reward, 0),
     `split` (the fraction of the trace's rows sequences are drawn from, (0, 1)),
-    `engine_seed` (the engine's seed, 0).
+    `engine_seed` (the engine's seed, 0), `plain` (take the fast path, below, where it
+    applies; True).
 
     Observation: {"jobs": (window, 11) the window's rows (`scoring.JOB_FEATURES`, zero rows
     past the queue), "machine": (5 + 2*running,) `agent.MACHINE_FEATURES` then (seconds
@@ -43,6 +49,13 @@ class PickJob(gymnasium.Env):
     for slot `action % n` (n real rows), so that any action is an answer. Reward: 0 per
     step (plus shaping), and at the end the chosen metric of the sequence's jobs (minus
     mean bounded slowdown by default).
+
+    On a node pool where nothing but submissions, starts and ends can happen
+    (`easy_plain.plain_engine`), an episode runs on the sequence's rows
+    (`agent_plain.PlainEpisode`), the engine's instants and the agent's passes without
+    the general engine's per-job objects, and the engine gets the results at the end, as
+    `schedd simulate` does for plain EASY: the same observations, masks, rewards and
+    schedule (tests/test_gym_plain.py), in a fraction of the time.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -51,7 +64,7 @@ class PickJob(gymnasium.Env):
                  window: int = 128, running: int = 32, backfill: bool = True,
                  reward: str = "bsld", shaping: float = 0.0,
                  split: tuple[float, float] = (0.0, 1.0), engine_seed: int = 0,
-                 engine_options: EngineOptions | None = None):
+                 engine_options: EngineOptions | None = None, plain: bool = True):
         if reward not in rewards.REWARDS:
             raise ValueError(f"reward must be one of {', '.join(rewards.REWARDS)}, "
                              f"not {reward!r}")
@@ -64,6 +77,7 @@ class PickJob(gymnasium.Env):
         self.shaping = float(shaping)
         self.engine_seed = engine_seed
         self.engine_options = engine_options
+        self.plain = plain
         probe = AgentPolicy(self.options, self.cluster)
         self._shapes = {"jobs": (window, probe.n_features), "machine": (probe.machine_size,)}
         self.observation_space = spaces.Dict({
@@ -73,6 +87,7 @@ class PickJob(gymnasium.Env):
         self._mask = np.zeros(window, dtype=np.int8)
         self._engine: Engine | None = None
         self._policy: AgentPolicy | None = None
+        self._episode: PlainEpisode | None = None
         self._pending: int | None = None
         self._obs: dict[str, np.ndarray] = {}
         self._n = 0
@@ -101,7 +116,17 @@ class PickJob(gymnasium.Env):
         engine = Engine(self.cluster, policy, seed=self.engine_seed,
                         options=self.engine_options)
         engine.results = ResultTable.empty(len(self.sequence))
-        feed_engine(engine, self.sequence)
+        self._episode = None
+        # The fast path kills a job at its walltime (easy_plain._job_columns), not at a
+        # periodic walltime check.
+        if (self.plain and engine.options.walltime_check_s <= 0
+                and plain_engine(engine, self.sequence)):
+            opts = self.options
+            self._episode = PlainEpisode(self.sequence.columns, self.cluster.total_nodes,
+                                         opts.window, opts.running, opts.backfill,
+                                         policy.n_features)
+        else:
+            feed_engine(engine, self.sequence)
         self._engine, self._policy = engine, policy
         self._pending = None
         self._finished = None
@@ -125,7 +150,8 @@ class PickJob(gymnasium.Env):
         if done:
             engine = self._engine
             results = engine.results.arrays(copy=False)
-            sort_results(results)
+            if self._episode is None:  # the fast path's rows are in queue order already
+                sort_results(results)
             figures = rewards.episode_headline(results, self.cluster.total_nodes,
                                                engine.options.warning_s)
             self._finished = (results, figures)
@@ -162,7 +188,12 @@ class PickJob(gymnasium.Env):
 
     def window_ids(self) -> list[int]:
         """The job id in each real slot of the last observation."""
-        return [] if self._policy is None or self._n == 0 else list(self._policy.window_ids)
+        if self._policy is None or self._n == 0:
+            return []
+        if self._episode is not None:
+            ids = self._episode.ids
+            return [ids[r] for r in self._episode.window_rows]
+        return list(self._policy.window_ids)
 
     # -- results ------------------------------------------------------------------------
     def results(self) -> dict[str, np.ndarray]:
@@ -179,6 +210,17 @@ class PickJob(gymnasium.Env):
         """Run the engine to the next choice (False) or the end of the sequence (True)."""
         engine = self._engine
         assert engine is not None
+        episode = self._episode
+        if episode is not None:
+            slot = self._pending if resume and self._pending is not None else -1
+            if episode.advance(slot):
+                episode.record(engine)
+                return True
+            self._pending = None
+            queue = episode.queue  # the engine's queue at the pass (starts come after it)
+            self._show(episode.jobs, episode.machine, episode.n, episode.now, len(queue),
+                       float(sum(episode.submit[r] for r in queue)) if self.shaping else 0.0)
+            return False
         try:
             if resume:
                 engine.run_pass()
@@ -192,20 +234,34 @@ class PickJob(gymnasium.Env):
         if self._pending is not None:
             slot, self._pending = self._pending, None
             return slot
+        engine = self._engine
+        assert engine is not None
+        if self.shaping:
+            queue = engine.queue
+            self._show(jobs, machine, n, engine.now, len(queue),
+                       float(sum(j.submit for j in queue)))
+        else:
+            self._show(jobs, machine, n, 0.0, 0, 0.0)
+        raise _Choice
+
+    def _show(self, jobs: np.ndarray, machine: np.ndarray, n: int, now: float,
+              waiting: int, submit_sum: float) -> None:
+        """A choice's observation, mask and (with shaping) potential: `waiting` jobs in
+        the engine's queue, their submit times summing to `submit_sum`."""
         self._obs = {"jobs": jobs, "machine": machine}
         if n != self._n:
             self._mask[:] = 0
             self._mask[:n] = 1
             self._n = n
         if self.shaping:
-            engine = self._engine
-            assert engine is not None
-            queue = engine.queue
-            self._potential = rewards.waiting_potential(
-                engine.now, len(queue), float(sum(j.submit for j in queue)), self.jobs)
-        raise _Choice
+            self._potential = rewards.waiting_potential(now, waiting, submit_sum, self.jobs)
 
     def _info(self) -> dict[str, Any]:
         return {"action_mask": self._mask.copy(), "start_row": self.start_row,
-                "now": self._engine.now if self._engine is not None else 0.0}
+                "now": self._now()}
+
+    def _now(self) -> float:
+        if self._episode is not None and self._finished is None:
+            return self._episode.now
+        return self._engine.now if self._engine is not None else 0.0
 

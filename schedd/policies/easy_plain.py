@@ -57,19 +57,26 @@ def plain_easy_order(engine: Engine, trace: NormalizedTrace) -> str | None:
     policy = engine.policy
     order = getattr(policy, "order", None)
     if (policy is None or type(policy).schedule is not Easy.schedule or order not in _ORDERS
-            or type(engine.cluster) is not NodePool or type(engine.state) is not PoolState):
+            or not plain_engine(engine, trace)):
         return None
+    return str(order)
+
+
+def plain_engine(engine: Engine, trace: NormalizedTrace) -> bool:
+    """Whether, whatever its policy, a run of `trace` on `engine` has nothing but
+    submissions, starts and ends (plain_easy_order's conditions but the policy; the
+    agent's fast path, agent_plain.py, takes them too)."""
+    if type(engine.cluster) is not NodePool or type(engine.state) is not PoolState:
+        return False
     options = engine.options
     if (options.mtbf_s > 0 or options.keep_finished or engine.transitions is not None
             or engine.outbox is not None or len(engine.events) or engine.jobs
             or len(engine.results) or engine.now != 0.0 or engine.busy_integral() != 0.0
             or engine.state.free_nodes != engine.cluster.total_nodes or trace.eccs
             or (engine.recorder is not None and len(engine.recorder))):
-        return None
-    if not _plain_columns(trace.columns, engine.cluster.total_nodes,
-                          options.checkpoint.periodic):
-        return None
-    return str(order)
+        return False
+    return _plain_columns(trace.columns, engine.cluster.total_nodes,
+                          options.checkpoint.periodic)
 
 
 def _plain_columns(cols: dict[str, np.ndarray], total: int, periodic: str) -> bool:
