@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check schedd clients tests bench experiments
 	$(BIN)/mypy
 
-# The four C modules built with AddressSanitizer and UndefinedBehaviorSanitizer into
+# The five C modules built with AddressSanitizer and UndefinedBehaviorSanitizer into
 # build/sanitize (the normal .so files stay), their tests and a fuzz of every entry point
 # run on that build (any stray access or undefined behaviour aborts the run), then a
 # million calls of each entry point on the normal build with memory flat (tests/native/).
@@ -48,7 +48,7 @@ lint: $(STAMP)
 SANITIZED := build/sanitize
 NATIVE_TESTS := tests/test_row_text.py tests/test_traces_whole_numbers.py \
                 tests/test_node_numbers_c.py tests/test_easy_plain_c.py \
-                tests/test_native_fuzz.py
+                tests/test_gym_plain.py tests/test_native_fuzz.py
 # Without gcc and its libasan (the C modules are then not built either) it says so and
 # skips, as the tests that need a missing tool do. -s: a sanitizer's report is printed
 # as the process aborts, which pytest's capture would swallow.

@@ -1,4 +1,4 @@
-"""Every entry point of the four C modules fuzzed against its Python path (issue 35,
+"""Every entry point of the five C modules fuzzed against its Python path (issue 35,
 item 4): malformed, huge and non-ASCII input, NUL bytes, empty blocks and random tables.
 Where the input is one the Python path takes, both give the same values; where it is
 not, the C module raises an ordinary exception and never reads or writes outside its
@@ -8,6 +8,7 @@ UndefinedBehaviorSanitizer (tests/native/), where any stray access stops the run
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
@@ -425,3 +426,95 @@ def test_a_nan_end_is_an_index_error_as_in_python_not_a_read_past_the_list() -> 
     with pytest.raises(IndexError):
         easy_plain.native.run(job["submit"], job["nodes"], job["walltime"], job["setup"],
                               job["target"], 8, 8, 0, True, 0.0, None)
+
+
+# --- schedd/policies/_agent_obs.c ---------------------------------------------------------
+
+def _agent_obs():  # the module, or None where it is not built
+    from schedd.policies import agent_plain
+    return agent_plain.native
+
+
+obs_c = pytest.mark.skipif(_agent_obs() is None, reason="the C observation is not built")
+WAIT, NODES, WALLTIME, SUBMIT, FITS = 1, 2, 3, 5, 10  # schedd.policies.scoring's columns
+
+
+def _observation_reference(static: np.ndarray, window: int, limit: int, rows: list[int],
+                           now: float, free: int, total: int, waiting: int, running: int,
+                           ends: list[float], end_rows: list[int], picked: list[int]
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """What fill writes, from its documented contract (agent_plain._observe_py)."""
+    jobs = np.zeros((window, 11))
+    for j, row in enumerate(rows):
+        jobs[j] = static[row]
+        jobs[j, WAIT] = now - jobs[j, SUBMIT]
+        jobs[j, FITS] = 1.0 if jobs[j, NODES] <= free else 0.0
+    machine = [now, float(free), float(total), float(waiting), float(running)]
+    if limit > 0:
+        k = min(len(ends), limit)
+        pairs = [(ends[j] - now, float(static[end_rows[j], NODES])) for j in range(k)]
+        if picked:
+            pairs += [(float(static[r, WALLTIME]), float(static[r, NODES])) for r in picked]
+            pairs.sort()
+        for a, b in pairs[:limit]:
+            machine += [a, b]
+        machine += [0.0] * (5 + 2 * limit - len(machine))
+    return jobs, np.array(machine)
+
+
+@obs_c
+@fuzz
+@given(data=st.data(), n_jobs=st.integers(1, 12), window=st.integers(1, 8),
+       limit=st.integers(0, 6))
+def test_the_c_observation_of_random_states_is_the_python_one(
+        data: st.DataObject, n_jobs: int, window: int, limit: int) -> None:
+    values = st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False)
+    static = np.array(data.draw(st.lists(st.lists(values, min_size=11, max_size=11),
+                                         min_size=n_jobs, max_size=n_jobs)))
+    rows = data.draw(st.lists(st.integers(0, n_jobs - 1), max_size=window))
+    ends = sorted(data.draw(st.lists(values, max_size=8)))
+    end_rows = data.draw(st.lists(st.integers(0, n_jobs - 1), min_size=len(ends),
+                                  max_size=len(ends)))
+    picked = data.draw(st.lists(st.integers(0, n_jobs - 1), max_size=4))
+    now, free = data.draw(values), data.draw(st.integers(-5, 50))
+    args = (rows, now, free, 16, len(rows), len(ends) + len(picked), ends, end_rows, picked)
+    jobs, machine = np.zeros((window, 11)), np.zeros(5 + 2 * limit)
+    _agent_obs().fill(jobs, machine, static, *args)
+    want_jobs, want_machine = _observation_reference(static, window, limit, *args)
+    assert np.array_equal(jobs, want_jobs) and np.array_equal(machine, want_machine)
+
+
+@obs_c
+@fuzz
+@given(data=st.data())
+def test_wild_observation_calls_are_refused_never_overrun(data: st.DataObject) -> None:
+    """Arrays of any size and type, rows and ends of any value and type (NaN, infinities,
+    huge and negative rows, objects with __index__ or __float__): filled or refused with
+    an ordinary error, never a read or write outside them (under `make sanitize`)."""
+    class Floaty:
+        def __float__(self) -> float:  # pragma: no cover - refused before
+            raise AssertionError("fill ran __float__")
+
+    class Indexy:
+        def __index__(self) -> int:  # pragma: no cover - refused before
+            raise AssertionError("fill ran __index__")
+
+    anything = st.one_of(st.integers(-(2**70), 2**70), st.floats(), st.none(),
+                         st.text(max_size=2), st.just(Floaty()), st.just(Indexy()),
+                         st.booleans())
+
+    def array(shape_max: int) -> st.SearchStrategy[object]:
+        return st.one_of(
+            st.integers(0, shape_max).map(lambda k: np.zeros(k)),
+            st.integers(0, shape_max).map(lambda k: np.zeros(k, np.float32)),
+            st.integers(0, 4).map(lambda k: np.zeros((k, 11))),
+            st.integers(0, 4).map(lambda k: np.zeros((k, 11))[:, ::-1]),
+            st.binary(max_size=shape_max * 8), st.just(b""), anything)
+    lists = st.lists(anything, max_size=6)
+    jobs, machine, static = data.draw(array(50)), data.draw(array(20)), data.draw(array(50))
+    rows, now, free = data.draw(lists), data.draw(st.floats()), data.draw(
+        st.integers(-(2**40), 2**40))
+    ends, end_rows, picked = data.draw(lists), data.draw(lists), data.draw(lists)
+    with contextlib.suppress(*REFUSALS):
+        _agent_obs().fill(jobs, machine, static, rows, now, free, 8, 1, 1, ends, end_rows,
+                          picked)

@@ -116,3 +116,20 @@ def test_easy_plain_keeps_memory_flat() -> None:
           lambda: run(submit, huge, walltime, setup, target, 8, 8, 1, True, 0.0, None),
           lambda: run(submit, nodes, walltime, short, target, 8, 8, 0, True, 0.0, None)],
          [submit, nodes, huge, walltime, setup, target, short])
+
+
+def test_agent_observation_keeps_memory_flat() -> None:
+    from schedd.policies import agent_plain
+
+    if agent_plain.native is None:
+        pytest.skip("the C observation is not built here")
+    fill = agent_plain.native.fill
+    static = np.arange(44, dtype=np.float64).reshape(4, 11)
+    jobs, machine = np.zeros((3, 11)), np.zeros(9)
+    rows, ends, end_rows, picked = [0, 2, 3], [5.0, 9.0], [1, 3], [2]
+    bad_rows, bad_ends = [0, 7], ["x"]
+    flat([lambda: fill(jobs, machine, static, rows, 1.0, 2, 4, 3, 3, ends, end_rows, picked),
+          lambda: fill(jobs, machine, static, rows, 1.0, 2, 4, 3, 2, ends, end_rows, []),
+          lambda: fill(jobs, machine, static, bad_rows, 1.0, 2, 4, 3, 2, [], [], []),
+          lambda: fill(jobs, machine, static, rows, 1.0, 2, 4, 3, 2, bad_ends, [0], [])],
+         [static, jobs, machine, rows, ends, end_rows, picked, bad_rows, bad_ends])

@@ -31,9 +31,16 @@ static int pair_less(const void *x, const void *y) {
     return (p->b > q->b) - (p->b < q->b);
 }
 
-/* rows[i] as a row of static (0 <= row < n), or -1 with an exception set. */
+/* rows[i] as a row of static (0 <= row < n), or -1 with an exception set. Only an int
+ * (or a subclass) is taken: converting anything else would run Python code (__index__),
+ * which could shrink the list while its size is held here. */
 static Py_ssize_t row_at(PyObject *list, Py_ssize_t i, Py_ssize_t n) {
-    Py_ssize_t row = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+    PyObject *item = PyList_GET_ITEM(list, i);
+    if (!PyLong_Check(item)) {
+        PyErr_SetString(PyExc_TypeError, "fill: rows must be ints");
+        return -1;
+    }
+    Py_ssize_t row = PyLong_AsSsize_t(item);
     if (row == -1 && PyErr_Occurred()) return -1;
     if (row < 0 || row >= n) {
         PyErr_SetString(PyExc_IndexError, "row out of range");
@@ -98,8 +105,12 @@ static PyObject *fill(PyObject *Py_UNUSED(self), PyObject *args) {
             goto done;
         }
         for (Py_ssize_t j = 0; j < k; j++) {
-            double end = PyFloat_AsDouble(PyList_GET_ITEM(ends, j));
-            if (end == -1.0 && PyErr_Occurred()) goto done;
+            PyObject *item = PyList_GET_ITEM(ends, j);
+            if (!PyFloat_Check(item)) {  /* as rows: no __float__ while the size is held */
+                PyErr_SetString(PyExc_TypeError, "fill: ends must be floats");
+                goto done;
+            }
+            double end = PyFloat_AS_DOUBLE(item);
             Py_ssize_t row = row_at(end_rows, j, n_jobs);
             if (row < 0) goto done;
             pairs[j].a = end - now;

@@ -1,4 +1,4 @@
-"""Build the four C modules with AddressSanitizer and UndefinedBehaviorSanitizer into a
+"""Build the five C modules with AddressSanitizer and UndefinedBehaviorSanitizer into a
 folder of their own (`make sanitize`; the normal build's .so files stay as they are).
 
     python tests/native/build_sanitized.py DIR
@@ -24,6 +24,7 @@ MODULES = {  # module: its source, as setup.py builds them
     "schedd.traces._whole_numbers": "schedd/traces/_whole_numbers.c",
     "schedd.core._lowest_first": "schedd/core/_lowest_first.c",
     "schedd.policies._easy_plain": "schedd/policies/_easy_plain.c",
+    "schedd.policies._agent_obs": "schedd/policies/_agent_obs.c",
 }
 # -O1 -g: stacks a report can be read by; -ffp-contract=off as the normal build (the
 # same floats as Python); float-cast-overflow is not part of gcc's `undefined`.

@@ -1,4 +1,4 @@
-"""A pytest plugin for `make sanitize`: the four C modules are imported from the sanitized
+"""A pytest plugin for `make sanitize`: the five C modules are imported from the sanitized
 build in $SCHEDD_SANITIZED_DIR (tests/native/build_sanitized.py) instead of the normal
 build, and the session stops at once if any of them came from elsewhere, so that a
 clean `make sanitize` always means the instrumented code ran.
@@ -24,7 +24,7 @@ from build_sanitized import MODULES
 
 
 class SanitizedModules:
-    """A finder of the four modules in the sanitized folder (first on sys.meta_path)."""
+    """A finder of the five modules in the sanitized folder (first on sys.meta_path)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
