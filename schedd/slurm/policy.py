@@ -401,17 +401,10 @@ class SlurmPolicy(Policy):
         self._begin_times(now)
         for run in ended:
             self._job_ended(run, now)
-        released = self._release(now)
-        if released and not self.sched.defer:
-            self._main_pass(now, False, decisions)  # the epilog's schedule()
-        elif released:
-            self.sched_requests += 1
+        self._epilog_pass(now, decisions)
         for p in submitted:
             self._submitted(p, now, decisions)
-        self._background(now, decisions)
-        if self.after_tick:
-            late, self.after_tick = self.after_tick, []
-            self._give_back(late, now)
+        self._tick(now, decisions)
         if self.options.submit_after_tick > 0 and self.options.submit_after_backfill <= 0:
             # Submissions between the tick and the backfill cycle: the cycle sees them.
             between = self._observe_submissions(view, now, after_tick=True)
@@ -449,17 +442,26 @@ class SlurmPolicy(Policy):
             self._begin_times(now)
         for run in ended:
             self._job_ended(run, now)
+        self._epilog_pass(now, decisions)
+        self._tick(now, decisions)
+        self._wake(now, decisions)
+        return decisions
+
+    def _epilog_pass(self, now: float, decisions: list[Decision]) -> None:
+        """Nodes whose epilog is done come back; the epilog-complete message runs the
+        main scheduler (deferred: asks the background thread for a pass)."""
         released = self._release(now)
         if released and not self.sched.defer:
             self._main_pass(now, False, decisions)  # the epilog's schedule()
         elif released:
             self.sched_requests += 1
+
+    def _tick(self, now: float, decisions: list[Decision]) -> None:
+        """The background thread's tick, then the ends that came after it."""
         self._background(now, decisions)
         if self.after_tick:
             late, self.after_tick = self.after_tick, []
             self._give_back(late, now)
-        self._wake(now, decisions)
-        return decisions
 
     # -- what happened since the last instant -------------------------------------------
     def _observe_ends(self, now: float, fresh: set[int] | None = None) -> list[_Run]:
