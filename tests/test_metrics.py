@@ -17,6 +17,8 @@ from schedd.metrics import (
     MetricOptions,
     _sorted_percentiles,
     format_summary,
+    headline,
+    headline_all_started,
     summarize,
 )
 
@@ -102,6 +104,21 @@ def test_three_jobs_headline_numbers() -> None:
     assert s["productive_utilization"] == pytest.approx(0.484)
     assert s["overhead_utilization"] == pytest.approx(0.08)  # 200 / 2500
     assert s["lost_node_h"] == pytest.approx(200 / 3600)
+
+
+def test_headline_from_the_columns_it_reads_equals_the_summary() -> None:
+    """headline_all_started (schedd.gym's fast path) from five float columns gives the
+    summary's figures of the worked example, equal to the bit, as headline does."""
+    res = three_jobs()
+    s = summarize(res, total_nodes=10)
+    cols = {name: np.asarray(res[name], np.float64)
+            for name in ("submit", "first_start", "end", "executed", "busy_node_s")}
+    for got in (headline(res, total_nodes=10), headline_all_started(cols, total_nodes=10)):
+        assert got == {k: s[k] for k in ("mean_wait_s", "mean_slowdown",
+                                         "mean_bounded_slowdown", "utilization")}
+    assert headline_all_started(cols, total_nodes=10)["utilization"] == 1410 / 2500
+    with pytest.raises(ValueError, match="no window"):
+        headline_all_started(cols, total_nodes=10, options=MetricOptions(window=(0, 50)))
 
 
 def test_three_jobs_percentiles() -> None:

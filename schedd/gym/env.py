@@ -53,8 +53,9 @@ class PickJob(gymnasium.Env):
     On a node pool where nothing but submissions, starts and ends can happen
     (`easy_plain.plain_engine`), an episode runs on the sequence's rows
     (`agent_plain.PlainEpisode`), the engine's instants and the agent's passes without
-    the general engine's per-job objects, and the engine gets the results at the end, as
-    `schedd simulate` does for plain EASY: the same observations, masks, rewards and
+    the general engine's per-job objects; the reward comes from the episode's own times,
+    and the engine gets the result rows, as `schedd simulate` does for plain EASY, when
+    `results()` or `summary` asks for them: the same observations, masks, rewards and
     schedule (tests/test_gym_plain.py), in a fraction of the time.
     """
 
@@ -94,8 +95,9 @@ class PickJob(gymnasium.Env):
         self._potential = 0.0
         self.sequence: NormalizedTrace | None = None
         self.start_row = -1
-        # The finished episode's sorted results and headline figures (None while it runs).
-        self._finished: tuple[dict[str, np.ndarray], dict[str, Any]] | None = None
+        # The finished episode's headline figures (None while it runs).
+        self._finished: dict[str, Any] | None = None
+        self._recorded = False  # the fast path's result rows are in the engine
         self._summary: dict[str, Any] | None = None
         self.decisions = 0
 
@@ -130,6 +132,7 @@ class PickJob(gymnasium.Env):
         self._engine, self._policy = engine, policy
         self._pending = None
         self._finished = None
+        self._recorded = False
         self._summary = None
         self.decisions = 0
         self._potential = 0.0
@@ -139,22 +142,56 @@ class PickJob(gymnasium.Env):
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool,
                                          dict[str, Any]]:
-        if self._engine is None or self._finished is not None:
-            raise RuntimeError("step() before reset(), or after the episode ended")
-        a = int(action)
-        self._pending = a if 0 <= a < self._n else a % self._n
-        self.decisions += 1
-        before = self._potential
-        done = self._advance(resume=True)
+        episode = self._episode
+        if episode is not None and self._finished is None:
+            # The fast path, without _advance's and _show's calls: a step is a few
+            # microseconds, and these were a sixth of it.
+            a = int(action)
+            n = self._n
+            self.decisions += 1
+            before = self._potential
+            done = episode.advance(a if 0 <= a < n else a % n)
+            if not done:
+                n = episode.n
+                if n != self._n:
+                    self._mask[:] = 0
+                    self._mask[:n] = 1
+                    self._n = n
+                self._obs = {"jobs": episode.jobs, "machine": episode.machine}
+                reward = 0.0
+                if self.shaping:
+                    queue = episode.queue
+                    self._potential = rewards.waiting_potential(
+                        episode.now, len(queue), float(sum(episode.submit[r] for r in queue)),
+                        self.jobs)
+                    reward = self.shaping * (self._potential - before)
+                return self._obs, reward, False, False, {
+                    "action_mask": self._mask.copy(), "start_row": self.start_row,
+                    "now": episode.now}
+        else:
+            if self._engine is None or self._finished is not None:
+                raise RuntimeError("step() before reset(), or after the episode ended")
+            a = int(action)
+            self._pending = a if 0 <= a < self._n else a % self._n
+            self.decisions += 1
+            before = self._potential
+            done = self._advance(resume=True)
         reward = 0.0
         if done:
             engine = self._engine
-            results = engine.results.arrays(copy=False)
-            if self._episode is None:  # the fast path's rows are in queue order already
+            assert engine is not None
+            if episode is not None:
+                # The reward from the episode's own columns; the result rows are made
+                # when asked for (`_result_arrays`).
+                figures = rewards.plain_headline(episode.headline_columns(),
+                                                 self.cluster.total_nodes,
+                                                 engine.options.warning_s)
+            else:
+                results = engine.results.arrays(copy=False)  # views: sorted in place
                 sort_results(results)
-            figures = rewards.episode_headline(results, self.cluster.total_nodes,
-                                               engine.options.warning_s)
-            self._finished = (results, figures)
+                figures = rewards.episode_headline(results, self.cluster.total_nodes,
+                                                   engine.options.warning_s)
+            self._finished = figures
             reward = rewards.final_reward(figures, self.reward_kind)
             self._potential = 0.0
             self._obs = {name: np.zeros(shape) for name, shape in self._shapes.items()}
@@ -177,7 +214,7 @@ class PickJob(gymnasium.Env):
             return None
         if self._summary is None:
             assert self._engine is not None
-            self._summary = rewards.episode_summary(self._finished[0],
+            self._summary = rewards.episode_summary(self._result_arrays(),
                                                     self.cluster.total_nodes,
                                                     self._engine.options.warning_s)
         return self._summary
@@ -201,9 +238,19 @@ class PickJob(gymnasium.Env):
         columns), as `schedd.sim.simulate` returns them for the same sequence."""
         if self._finished is None or self._engine is None:
             raise RuntimeError("the episode is not finished")
-        arrays = self._engine.results.arrays(copy=True)
+        arrays = {name: a.copy() for name, a in self._result_arrays().items()}
         sort_results(arrays)
         return arrays
+
+    def _result_arrays(self) -> dict[str, np.ndarray]:
+        """The finished episode's result columns in queue order (the engine's own arrays,
+        not copies); the fast path gives the engine its rows here, the first time."""
+        engine = self._engine
+        assert engine is not None and self._finished is not None
+        if self._episode is not None and not self._recorded:
+            self._episode.record(engine)
+            self._recorded = True
+        return engine.results.arrays(copy=False)
 
     # -- the engine, step by step -------------------------------------------------------
     def _advance(self, resume: bool) -> bool:
@@ -214,8 +261,7 @@ class PickJob(gymnasium.Env):
         if episode is not None:
             slot = self._pending if resume and self._pending is not None else -1
             if episode.advance(slot):
-                episode.record(engine)
-                return True
+                return True  # the results are given to the engine when asked for
             self._pending = None
             queue = episode.queue  # the engine's queue at the pass (starts come after it)
             self._show(episode.jobs, episode.machine, episode.n, episode.now, len(queue),
@@ -261,7 +307,7 @@ class PickJob(gymnasium.Env):
                 "now": self._now()}
 
     def _now(self) -> float:
-        if self._episode is not None and self._finished is None:
+        if self._episode is not None:  # its clock is the engine's once recorded
             return self._episode.now
         return self._engine.now if self._engine is not None else 0.0
 

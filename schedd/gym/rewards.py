@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics import MetricOptions, headline, summarize
+from ..metrics import MetricOptions, headline, headline_all_started, summarize
 
 # reward name -> (summary key, sign): the reward is sign * summary[key].
 REWARDS: dict[str, tuple[str, float]] = {
@@ -32,6 +32,14 @@ def episode_headline(results: dict[str, np.ndarray], total_nodes: int,
     `episode_summary`'s, at a fraction of its cost (it is computed at every episode's end)."""
     return headline(results, total_nodes=total_nodes,
                     options=MetricOptions(prompt_grace_s=warning_s))
+
+
+def plain_headline(cols: dict[str, np.ndarray], total_nodes: int,
+                   warning_s: float) -> dict[str, Any]:
+    """`episode_headline` of a fast-path episode, from its own columns
+    (`PlainEpisode.headline_columns`), before the result rows exist."""
+    return headline_all_started(cols, total_nodes=total_nodes,
+                                options=MetricOptions(prompt_grace_s=warning_s))
 
 
 def final_reward(summary: dict[str, Any], kind: str) -> float:

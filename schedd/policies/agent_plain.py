@@ -30,8 +30,9 @@ masks, rewards, results) on random sequences and choices.
 
 from __future__ import annotations
 
-import bisect
-import heapq
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from heapq import heappop, heappush
 from types import ModuleType
 from typing import Final
 
@@ -49,6 +50,7 @@ except ImportError:  # not built: _observe_py below
     native = None
 
 INF: Final = float("inf")
+_zeros: Final = np.zeros  # a static, not an attribute lookup per choice
 # The class column's value: JobClass's index (agent_rows._CLASS_INDEX), by letter.
 _CLASS_OF_LETTER: Final[dict[str, float]] = {c.value: float(i) for i, c in enumerate(JobClass)}
 
@@ -91,7 +93,10 @@ class PlainEpisode:
         self.running = running
         self.backfill = backfill
         self.n_features = n_features
-        self.native = native is not None and n_features == len(JOB_FEATURES)
+        # The C entry point, bound once (a module attribute costs a lookup per choice).
+        self._fill: Callable[..., None] | None = (
+            native.fill if native is not None and n_features == len(JOB_FEATURES) else None)
+        self._jobs_shape = (window, n_features)
         self.free = total
         self.now = 0.0
         self.last_t = 0.0
@@ -170,9 +175,9 @@ class PlainEpisode:
     def _events(self, t: float) -> None:
         ends = self.ends
         while ends and ends[0][0] == t:
-            row = heapq.heappop(ends)[2]
+            row = heappop(ends)[2]
             self.free += self.nodes[row]
-            i = bisect.bisect_left(self.by_end, self.predicted[row])
+            i = bisect_left(self.by_end, self.predicted[row])
             while self.by_end_row[i] != row:
                 i += 1
             del self.by_end[i]
@@ -197,7 +202,7 @@ class PlainEpisode:
             if self.backfill and free > 0:
                 if self.waiting:  # only arrivals since: try them alone
                     later, self.extra = _backfill(
-                        queue, bisect.bisect_left(queue, self.tried), free, self.now,
+                        queue, bisect_left(queue, self.tried), free, self.now,
                         "first", self.shadow, self.extra, self.nodes, self.walltime)
                 else:
                     order = queue
@@ -206,7 +211,8 @@ class PlainEpisode:
                     _, later, self.shadow, self.extra = self._easy_starts(order, free)
                     self.waiting = self.incremental
                 self.tried = self.next_row
-                self._apply(later)
+                if later:
+                    self._apply(later)
             return False
         self.waiting = False
         self.rest = list(queue)
@@ -256,18 +262,20 @@ class PlainEpisode:
         t = self.now
         queue = self.queue
         for row in rows:
-            if queue[0] != row:  # an earlier-submitted job still waits
+            if queue[0] == row:
+                del queue[0]
+            else:  # an earlier-submitted job still waits
                 self.backfilled[row] = True
-            del queue[bisect.bisect_left(queue, row)]
+                del queue[bisect_left(queue, row)]
             self.free -= self.nodes[row]
             self.start[row] = t
             c0 = t + self.setup[row] + 0.0
-            heapq.heappush(self.ends, (max(c0 + self.target[row], t), len(self.started), row))
+            heappush(self.ends, (max(c0 + self.target[row], t), len(self.started), row))
             end = max(c0 + self.walltime[row], t)
             self.predicted[row] = end
             # After the ends before it and equal ends of smaller ids (bisect.insort of
             # (end, id) into the view's list).
-            i = bisect.bisect_right(self.by_end, end)
+            i = bisect_right(self.by_end, end)
             job_id = self.ids[row]
             while i > 0 and self.by_end[i - 1] == end and self.ids[self.by_end_row[i - 1]] > job_id:
                 i -= 1
@@ -279,17 +287,18 @@ class PlainEpisode:
         """AgentPolicy.observe's rows and machine row for the pass's rest and picks: in C
         where it is built (a third of `_observe_py`'s time, which goes to NumPy's calls
         and boxed floats), else `_observe_py`."""
-        if not self.native or native is None:
+        fill = self._fill
+        if fill is None:
             self._observe_py()
             return
         rest, picked = self.rest, self.picked
         n = min(self.window, len(rest))
         win = rest[:n]
-        self.jobs = np.zeros((self.window, self.n_features))
-        self.machine = np.zeros(5 + 2 * self.running)
-        native.fill(self.jobs, self.machine, self.static, win, self.now, self.pass_free,
-                    self.total, len(rest), len(self.by_end) + len(picked), self.by_end,
-                    self.by_end_row, picked)
+        self.jobs = _zeros(self._jobs_shape)
+        self.machine = _zeros(5 + 2 * self.running)
+        fill(self.jobs, self.machine, self.static, win, self.now, self.pass_free,
+             self.total, len(rest), len(self.by_end) + len(picked), self.by_end,
+             self.by_end_row, picked)
         self.n = n
         self.window_rows = win
 
@@ -330,6 +339,16 @@ class PlainEpisode:
         self.machine = np.array(out)
         self.n = n
         self.window_rows = win
+
+    def headline_columns(self) -> dict[str, np.ndarray]:
+        """The finished sequence's columns `metrics.headline_all_started` reads, in queue
+        order, by `_record`'s operations on the same values (so the reward equals the one
+        the result rows give, without making them)."""
+        first = np.array(self.start, np.float64)
+        last = np.array(self.end, np.float64)
+        held = last - first
+        return {"submit": self.job["submit"], "first_start": first, "end": last,
+                "executed": 0.0 + held, "busy_node_s": 0.0 + self.job["nodes"] * held}
 
     def record(self, engine: Engine) -> None:
         """Give `engine` (fresh, with an empty result table and no recorder) the results,
