@@ -85,7 +85,12 @@ class PickJob(gymnasium.Env):
             name: spaces.Box(-np.inf, np.inf, shape, np.float64)
             for name, shape in self._shapes.items()})
         self.action_space = spaces.Discrete(window)
-        self._mask = np.zeros(window, dtype=np.int8)
+        # The mask of each count of real slots (row n: n ones), read-only, so that a new
+        # count costs a lookup, not two NumPy assignments; `info` gets a copy.
+        masks = np.tri(window + 1, window, -1, dtype=np.int8)
+        masks.flags.writeable = False
+        self._masks = list(masks)
+        self._mask = self._masks[0]
         self._engine: Engine | None = None
         self._policy: AgentPolicy | None = None
         self._episode: PlainEpisode | None = None
@@ -152,11 +157,8 @@ class PickJob(gymnasium.Env):
             before = self._potential
             done = episode.advance(a if 0 <= a < n else a % n)
             if not done:
-                n = episode.n
-                if n != self._n:
-                    self._mask[:] = 0
-                    self._mask[:n] = 1
-                    self._n = n
+                n = self._n = episode.n
+                self._mask = self._masks[n]
                 self._obs = {"jobs": episode.jobs, "machine": episode.machine}
                 reward = 0.0
                 if self.shaping:
@@ -195,7 +197,7 @@ class PickJob(gymnasium.Env):
             reward = rewards.final_reward(figures, self.reward_kind)
             self._potential = 0.0
             self._obs = {name: np.zeros(shape) for name, shape in self._shapes.items()}
-            self._mask[:] = 0
+            self._mask = self._masks[0]
             self._n = 0
         if self.shaping:
             reward += self.shaping * (self._potential - before)
@@ -295,10 +297,8 @@ class PickJob(gymnasium.Env):
         """A choice's observation, mask and (with shaping) potential: `waiting` jobs in
         the engine's queue, their submit times summing to `submit_sum`."""
         self._obs = {"jobs": jobs, "machine": machine}
-        if n != self._n:
-            self._mask[:] = 0
-            self._mask[:n] = 1
-            self._n = n
+        self._n = n
+        self._mask = self._masks[n]
         if self.shaping:
             self._potential = rewards.waiting_potential(now, waiting, submit_sum, self.jobs)
 

@@ -343,6 +343,8 @@ def _backfill(waiting: list[int], first: int, free: int, now: float, order: str,
             break
         row = candidates[c]
         n = nodes[row]
+        if n > free:  # backfill_way's first test, without the call (most candidates)
+            continue
         way = backfill_way(n, free, now + walltime[row], shadow, extra)
         if way == NOT_NOW:
             continue
