@@ -317,3 +317,24 @@ def test_fair_share_over_slurms_own_schedule_is_what_sprio_showed() -> None:
         assert agreed == seen, f"{run.name}: {seen - agreed} of {seen} snapshots differ"
         # The whole-second leeway decides only near ties: most factors match exactly.
         assert exact >= 0.9 * seen, f"{run.name}: {exact} of {seen} exact"
+
+
+CHECKS = RUNS.parent / "checks"
+
+
+@pytest.mark.skipif(not (CHECKS / "multifactor-fs-s61").exists(), reason="no check run")
+def test_cycles_after_planned_nodes_run_as_slurm_runs_them() -> None:
+    """multifactor-fs-s61/r1 (a real run): Slurm's backfill cycle at 134 s, with nothing
+    new since its cycle at 129 s but the PLANNED flags that cycle set on idle nodes
+    (`_handle_planned`), backfilled jobs 13, 17 and 33. The emulation computes that
+    cycle and starts the three then, as Slurm did; with `planned_nodes` off (the model
+    before) such a cycle was taken to start nothing and they waited for the next news,
+    5 s later."""
+    run = CHECKS / "multifactor-fs-s61" / "r1"
+    for option, late in (("true", 0.0), ("false", 5.0)):
+        waits = {p.job: (p.wait_a, p.wait_b, p.how_b)
+                 for p in simulate_run(run, planned_nodes=option).pairs
+                 if p.job in (13, 17, 33)}
+        assert waits == {13: (103.0, 103.0 + late, "backfill"),
+                         17: (87.0, 87.0 + late, "backfill"),
+                         33: (47.0, 47.0 + late, "backfill")}, option

@@ -20,9 +20,9 @@ to multiples of Unix time.
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_right, insort
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from .select import (
     Nodes,
@@ -34,6 +34,8 @@ from .select import (
     popcount,
     will_run,
 )
+
+INF: Final = float("inf")
 
 
 class Candidate:
@@ -221,15 +223,22 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                    start: Callable[[Candidate, Placement], Running],
                    more: bool = False, exhaustive: bool = False,
                    plans: list[tuple[float, int, float, int]] | None = None
-                   ) -> tuple[bool, int]:
+                   ) -> tuple[bool, int, int, float]:
     """Run one cycle; `start(candidate, placement)` starts a job now and returns it as a
     running job. `running` is sorted by expected end, then submission. `more`: jobs
     that cannot start now wait after the candidates (the caller left them out).
     `exhaustive` tests every job up to the last that could start when the cycle began,
     in full (the tests' reference for the shortcuts). `plans`, if given, gets (now,
     job, expected start, nodes) of every reservation made, as Slurm logs them
-    (`_dump_job_sched`). Returns (whether any job got an expected start — Slurm's
-    update that keeps the agent cycling — and jobs started)."""
+    (`_dump_job_sched`). Returns (whether any job got an expected start, jobs started,
+    the nodes the reservations were made on: Slurm's `planned_bitmap`, and the earliest
+    time from which the same cycle with nothing changed but `now` could decide otherwise,
+    as far as its reservations and node-space map say: its first reservation's start, the
+    first expected start past the window less the window, the first time a job's test
+    from `now` over its limit would reach a record it did not, the map's first record
+    boundary after its start (a later cycle's map begins there, without the record
+    that split it off, and `_add_reservation` merges by records), and, where a
+    reservation reached the window's end, the next move of that end)."""
     # Only a job that fits the free CPUs of its partition now can start in this cycle:
     # starts take CPUs and reservations take nodes, nothing gives any back. Jobs after the
     # last such job only get expected starts, which nothing keeps past the cycle: a cycle
@@ -238,11 +247,14 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
     # that never do), so the agent's "update" is whether any job waits.
     last = last_fit(candidates, nodes)
     if last < 0:
-        return bool(candidates) or more, 0
+        return bool(candidates) or more, 0, 0, INF
     more = more or len(candidates) > last + 1
     space = NodeSpace(floor_to(now, res, epoch), floor_to(now + window, res, epoch),
                       all_nodes, res)
     estimates = False
+    planned = 0
+    recheck = INF
+    reaches_end = False
     tried = 0
     started = 0
     tested: dict[tuple[int, int, int, int, bool, bool], tuple[float, Placement] | None] = {}
@@ -264,6 +276,12 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                                       and (estimates or started > 0 or more))
         while True:
             end_time = max(start_res, now) + limit
+            if start_res <= now:
+                # A later `now` reaches more records over [now, now + limit]: from the
+                # first record beginning after this end on.
+                b = bisect_right(space.begin, end_time)
+                if b < len(space.begin) and space.begin[b] - limit < recheck:
+                    recheck = space.begin[b] - limit
             avail, later = space.available(job.usable, start_res, end_time, req.min_nodes,
                                            not now_only)
             if popcount(avail) < req.min_nodes:
@@ -309,6 +327,7 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                 start_res = later
                 continue
             if when > now + window:
+                recheck = min(recheck, when - window)
                 break
             s0 = floor_to(when, res, epoch)
             e0 = floor_to(when + limit, res, epoch)
@@ -319,8 +338,16 @@ def backfill_cycle(now: float, candidates: list[Candidate], nodes: Nodes,
                 continue
             if plans is not None:
                 plans.append((now, job.id, when, place.mask))
+            planned |= place.mask
+            recheck = min(recheck, when)
+            if e0 > space.end[-1]:
+                reaches_end = True  # cut at the map's end, which a later `now` moves
             space.reserve(s0, e0, place.mask)
             break
         if max_start and started >= max_start:
             break
-    return estimates or started > 0 or more, started
+    if len(space.begin) > 1:
+        recheck = min(recheck, space.begin[1])
+    if reaches_end or space.mask[-1] != space.full:
+        recheck = min(recheck, floor_to(now + window, res, epoch) + res - window)
+    return estimates or started > 0 or more, started, planned, recheck

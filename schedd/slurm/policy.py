@@ -114,6 +114,12 @@ class SlurmOptions:
         "help": "seconds past a multiple of bf_interval (from time 0) at which backfill "
                 "cycles fall while there is work (-1: from boot; simulate infers it from "
                 "an imported log's backfilled starts)"})
+    planned_nodes: bool = field(default=True, metadata={
+        "help": "a backfill cycle that reserves nodes with CPUs free marks them PLANNED "
+                "and the next cycle clears them, each an update of the nodes, so the "
+                "cycles after it run in full though nothing else changed (Slurm 22.05's "
+                "_handle_planned; false: such cycles are taken to start nothing, the "
+                "model before 2026-11-29 evening)"})
     submit_after_backfill: float = field(default=-1.0, metadata={
         "help": "1: submissions come after the backfill cycle of their second, which sees "
                 "them only in the next; 0: before it (-1: simulate reads it off an imported "
@@ -224,6 +230,9 @@ class SlurmPolicy(Policy):
     processes_eccs = False
     # Tests' reference: every backfill cycle built and run in full, no shortcut taken.
     exhaustive_backfill = False
+    # Tests: compute every cycle of a chain of PLANNED updates, not only those from
+    # `_recheck` on (the reference for that shortcut).
+    exhaustive_chain = False
     # Set to a list, every backfill reservation: (cycle, job, expected start, node mask),
     # as Slurm's DebugFlags=Backfill logs them (bench/slurm_reservations.py).
     plans: list[tuple[float, int, float, int]] | None = None
@@ -345,6 +354,15 @@ class SlurmPolicy(Policy):
         self.bf_update: float | None = None
         self.bf_changed = False
         self.bf_estimates = False
+        # The last cycle reserved nodes with CPUs free when it ended: _handle_planned
+        # marked them PLANNED (an update of the nodes), and the next cycle clears them.
+        self.bf_planned = False
+        # Cycles with no news that Slurm runs in full for those updates (`planned_nodes`):
+        # they repeat the last computed cycle until `bf_recheck`, when `now` itself could
+        # change its answer; the chain ends after the slot at `bf_chain_until`.
+        self.bf_chain = False
+        self.bf_recheck = math.inf
+        self.bf_chain_until = math.inf
         self.last_change = -math.inf  # the latest update (Slurm's last_job_update)
         # Decay thread (multifactor): runs at phase + k x PriorityCalcPeriod.
         self.multifactor = conf.priority.multifactor
@@ -887,7 +905,12 @@ class SlurmPolicy(Policy):
                 # It sets the same estimates again (an update): one per interval. At
                 # least one step, whatever rounding does to fractional times (an
                 # `epilog` of 0.7 s): each turn moves the agent's clock forward.
-                steps = max(0, math.floor((now - _EPS - nxt) / interval))
+                # The slots strictly before `now`: a slot at `now` itself is this
+                # instant's, to run with its news. (An absolute epsilon vanishes at a
+                # long trace's times: 1e-9 is below the float spacing past 2**23 s.)
+                q = (now - nxt) / interval
+                whole = round(q)
+                steps = max(0, whole - 1 if abs(q - whole) < 1e-9 else math.floor(q))
                 self.bf_last = nxt + steps * interval
                 self.bf_update = self.bf_last
             else:
@@ -899,8 +922,12 @@ class SlurmPolicy(Policy):
         if nxt is None or nxt > now:
             return
         if not self.bf_changed:
-            self._catch_up_backfill(now + 1)
-            return
+            slot = self._chain_slot() if self.bf_chain else None
+            if slot is None or slot > now + _EPS:
+                self._catch_up_backfill(now + 1)
+                return
+            # The cycles before this slot repeated the last computed one: their times.
+            self.bf_last = slot - self.sched.bf_interval
         self._backfill(now, decisions)
 
     def _backfill(self, now: float, decisions: list[Decision]) -> None:
@@ -911,6 +938,9 @@ class SlurmPolicy(Policy):
         self.bf_last = now
         self.bf_update = None
         self.bf_changed = False
+        # _handle_planned(false): the nodes the last cycle left PLANNED are cleared, an
+        # update in this cycle's second.
+        cleared, self.bf_planned = self.bf_planned, False
         queue = self._queue(now)
         if self.options.submit_after_backfill > 0:
             # Submitted in this second, after this cycle: the next one sees them.
@@ -939,7 +969,9 @@ class SlurmPolicy(Policy):
         last = (len(candidates) - 1 if self.exhaustive_backfill
                 else last_fit(candidates, self.nodes))
         if last < 0:
-            self._after_cycle(now, bool(queue))
+            # No job can start until something changes, in this cycle or any after it
+            # with no news, whatever it plans: its nodes are not followed.
+            self._after_cycle(now, bool(queue), False)
             return
         del candidates[last + 1:]
 
@@ -947,15 +979,29 @@ class SlurmPolicy(Policy):
             run = self._start(self.pending[job.id], at, now, _BACKFILL, decisions)
             return self._running_of(run, now)
 
-        estimates, _ = backfill_cycle(
-            now, candidates, self.nodes, self._running_view(now), self.all_mask,
+        running = self._running_view(now)
+        estimates, _, planned, recheck = backfill_cycle(
+            now, candidates, self.nodes, running, self.all_mask,
             max(sched.bf_resolution, 1), float(sched.bf_window), sched.bf_max_job_test,
             sched.bf_max_job_start, sched.bf_window_scale, float(self.options.epoch), start,
             len(queue) > last + 1, self.exhaustive_backfill, self.plans)
-        self._after_cycle(now, estimates)
+        # _handle_planned(true): reserved nodes not wholly allocated become PLANNED.
+        self.bf_planned = bool(planned & self.nodes.some)
+        self._after_cycle(now, estimates, cleared or self.bf_planned)
+        if self.bf_chain:
+            self.bf_recheck = self._recheck(now, recheck, running, reserve_rules)
+            # Only the clearing of the last cycle's PLANNED nodes: one more cycle.
+            self.bf_chain_until = (math.inf if self.bf_planned
+                                   else now + sched.bf_interval)
 
-    def _after_cycle(self, now: float, estimates: bool) -> None:
+    def _after_cycle(self, now: float, estimates: bool, node_update: bool) -> None:
+        """`node_update`: the cycle changed nodes' PLANNED flags (last_node_update), in
+        its own second, so the next cycle has work (`_more_work`): Slurm runs it in full
+        though nothing else changed (`bf_chain`)."""
         self.bf_estimates = estimates
+        self.bf_chain = node_update and self.options.planned_nodes
+        if self.bf_chain and self.bf_update is None:
+            self.bf_update = now
         # _more_work compares whole seconds (last_job_update >= last_backfill_time): an
         # update in the cycle's own second, even one the cycle has seen, is work for the
         # next cycle.
@@ -964,6 +1010,33 @@ class SlurmPolicy(Policy):
         if math.floor(self.last_change) >= math.floor(now):
             self.bf_update = now if self.bf_update is None else self.bf_update
             self.bf_changed = True
+
+    def _recheck(self, now: float, first: float, running: list[Running],
+                 reserve_rules: bool) -> float:
+        """The earliest time at which a cycle with nothing changed but `now` could answer
+        otherwise than the one just run at `now`: `first` (backfill_cycle's, from its
+        reservations and node-space map), and the first expected or guessed end of a
+        running job (the will-run test releases a job at its expected end until that has
+        passed, then at its guess, and moves a passed guess to the next second). Every
+        slot where guesses or reservation rules move with `now` (an unlimited
+        OverTimeLimit, bf_min_age_reserve, bf_min_prio_reserve)."""
+        if not self.static_guess or reserve_rules or self.exhaustive_chain:
+            return now
+        t = first
+        for run in running:  # a release steps at its end until then, at its guess after
+            if now < run.end < t:
+                t = run.end
+            if run.guess < t:
+                t = run.guess
+        return t
+
+    def _chain_slot(self) -> float | None:
+        """The agent's first cycle slot at or after `bf_recheck`, while the chain of
+        PLANNED updates lasts (None after it)."""
+        interval = self.sched.bf_interval
+        k = max(1, math.ceil((self.bf_recheck - self.bf_last) / interval - _EPS))
+        slot = self.bf_last + k * interval
+        return slot if slot <= self.bf_chain_until + _EPS else None
 
     def _no_reserve(self, p: _Pending, now: float) -> bool:
         sched = self.sched
@@ -1013,6 +1086,10 @@ class SlurmPolicy(Policy):
             nxt = self._bf_next()
             if nxt is not None:
                 times.append(nxt if nxt > now + _EPS else now + 1)
+        elif self.sched.backfill and self.bf_chain:
+            slot = self._chain_slot()
+            if slot is not None:
+                times.append(slot if slot > now + _EPS else now + 1)
         if self.sched_requests:
             times.append(max(self.last_sched + self.sched.batch_sched_delay, now + 1))
         interval = self.sched.sched_interval
