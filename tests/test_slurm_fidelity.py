@@ -338,3 +338,22 @@ def test_cycles_after_planned_nodes_run_as_slurm_runs_them() -> None:
         assert waits == {13: (103.0, 103.0 + late, "backfill"),
                          17: (87.0, 87.0 + late, "backfill"),
                          33: (47.0, 47.0 + late, "backfill")}, option
+
+
+@pytest.mark.skipif(not (CHECKS / "basic-bftuned-s61").exists(), reason="no check run")
+def test_jobs_a_time_outs_epilog_message_started_end_after_the_tick() -> None:
+    """basic-bftuned-s61/r1 (a real run): job 12 was started by the main pass of job
+    11's epilog-complete message at 87.58 s, 29 ms after the time-limit check killed job
+    11 at the background thread's tick, and ended at 94.595 s, after the tick of 94 (its
+    pass had run for two submissions at 94.065 s). So nothing started on its 16 nodes
+    before 97 s (batch_sched_delay 3 s, the backfill cycle at 97.196 s). With the lag
+    (`check_message_lag`) jobs 14-19 start at 97 s, as in Slurm; without it the end is
+    taken as before the tick of 94, which starts them then. The order of cycle and tick
+    is set, not read, so that only this rule differs."""
+    run = CHECKS / "basic-bftuned-s61" / "r1"
+    for option, start in (("0.03", 97.0), ("-1", 94.0)):
+        sim = simulate_run(run, read_order=False, backfill_after_tick="-1",
+                           check_message_lag=option)
+        starts = {p.job: (p.submit + p.wait_a, p.submit + p.wait_b)
+                  for p in sim.pairs if 14 <= p.job <= 19}
+        assert starts == {job: (97.0, start) for job in range(14, 20)}, option

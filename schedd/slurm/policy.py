@@ -155,6 +155,13 @@ class SlurmOptions:
                 "tick_drift ends after the tick of its last second, which sees it only "
                 "a second later (docs/slurm.md, What runs when; 0: every end comes "
                 "before the tick of its second, the model before 2026-11-29)"})
+    check_message_lag: float = field(default=0.03, metadata={
+        "help": "seconds from the time-limit check's kill, at the background thread's "
+                "tick, to the epilog-complete message whose main pass starts jobs on the "
+                "freed nodes (25-101 ms, median 31, in the reference runs' timelines): "
+                "such a job ends `launch` plus this past that tick's phase, as one the "
+                "tick started ends `launch` past it (-1: taken as before the tick of its "
+                "last second, the model before 2026-11-29 evening)"})
     boot: float = field(default=-1.0, metadata={
         "help": "seconds before time 0 at which slurmctld started: the phase of its "
                 "periodic timers (background passes, decay, time-limit checks, backfill) "
@@ -206,7 +213,8 @@ class _Pending:
 
 
 class _Run:
-    __slots__ = ("id", "seq", "job", "sj", "assoc", "at", "start", "end", "view", "by_tick")
+    __slots__ = ("id", "seq", "job", "sj", "assoc", "at", "start", "end", "view", "by_tick",
+                 "lag")
 
     def __init__(self, p: _Pending, at: Placement, start: float):
         self.id = p.id
@@ -220,6 +228,7 @@ class _Run:
         self.end = start + limit  # Slurm's end_time
         self.view: Running | None = None  # as the will-run test sees it, while running
         self.by_tick = False  # started by a main pass of the background thread
+        self.lag = 0.0  # ... or that long after its tick (`check_message_lag`)
 
 
 class SlurmPolicy(Policy):
@@ -315,6 +324,10 @@ class SlurmPolicy(Policy):
         # of this second (see `_ends_after_the_tick`): released once the tick has run.
         self.after_tick: list[tuple[float, float, _Run, bool]] = []
         self.in_tick = False  # a main pass of the background thread is running
+        # The epilog-complete message being handled is that of a job the time-limit check
+        # killed at the background thread's tick: its pass runs a fixed lag after the tick.
+        self.check_message = False
+        self.killed_released = False
         # Running jobs as the will-run test sees them, in order of expected end: kept as
         # jobs start and end where each one's guessed end is fixed (a finite
         # OverTimeLimit everywhere), rebuilt at every backfill cycle otherwise.
@@ -470,7 +483,11 @@ class SlurmPolicy(Policy):
         main scheduler (deferred: asks the background thread for a pass)."""
         released = self._release(now)
         if released and not self.sched.defer:
-            self._main_pass(now, False, decisions)  # the epilog's schedule()
+            self.check_message = self.killed_released and self.options.check_message_lag >= 0
+            try:
+                self._main_pass(now, False, decisions)  # the epilog's schedule()
+            finally:
+                self.check_message = False
         elif released:
             self.sched_requests += 1
 
@@ -520,7 +537,8 @@ class SlurmPolicy(Policy):
         taken as before it."""
         opts = self.options
         if run.by_tick:
-            return opts.launch > 0 and opts.launch > opts.tick_drift * (now - run.start)
+            return (opts.launch > 0
+                    and opts.launch + run.lag > opts.tick_drift * (now - run.start))
         return opts.backfill_after_tick > 0 and self.started_by.get(run.id) == _BACKFILL
 
     def _release(self, now: float) -> bool:
@@ -535,6 +553,7 @@ class SlurmPolicy(Policy):
 
     def _give_back(self, done: list[tuple[float, float, _Run, bool]], now: float) -> bool:
         by_message = False
+        self.killed_released = False
         for _, _, run, by_agent in done:
             self.nodes.give(run.at)
             state = self.completing.pop(run.id, None)
@@ -544,6 +563,8 @@ class SlurmPolicy(Policy):
                 self.sched_requests += 1  # queue_job_scheduler()
             else:
                 by_message = True
+                if run.job.state is JobState.KILLED:  # by the time-limit check, at a tick
+                    self.killed_released = True
         self._update(now)
         return by_message
 
@@ -785,6 +806,9 @@ class SlurmPolicy(Policy):
         del self.pending[p.id]
         run = _Run(p, at, now)
         run.by_tick = self.in_tick
+        if self.check_message and not self.in_tick:
+            run.by_tick = True
+            run.lag = self.options.check_message_lag
         self.running[p.id] = run
         if self.static_guess:
             # The guess as it stands, not yet moved past `now` (_running_view does that).
