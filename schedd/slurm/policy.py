@@ -327,7 +327,6 @@ class SlurmPolicy(Policy):
         # The epilog-complete message being handled is that of a job the time-limit check
         # killed at the background thread's tick: its pass runs a fixed lag after the tick.
         self.check_message = False
-        self.killed_released = False
         # Running jobs as the will-run test sees them, in order of expected end: kept as
         # jobs start and end where each one's guessed end is fixed (a finite
         # OverTimeLimit everywhere), rebuilt at every backfill cycle otherwise.
@@ -481,9 +480,9 @@ class SlurmPolicy(Policy):
     def _epilog_pass(self, now: float, decisions: list[Decision]) -> None:
         """Nodes whose epilog is done come back; the epilog-complete message runs the
         main scheduler (deferred: asks the background thread for a pass)."""
-        released = self._release(now)
+        released, killed = self._release(now)
         if released and not self.sched.defer:
-            self.check_message = self.killed_released and self.options.check_message_lag >= 0
+            self.check_message = killed and self.options.check_message_lag >= 0
             try:
                 self._main_pass(now, False, decisions)  # the epilog's schedule()
             finally:
@@ -541,19 +540,22 @@ class SlurmPolicy(Policy):
                     and opts.launch + run.lag > opts.tick_drift * (now - run.start))
         return opts.backfill_after_tick > 0 and self.started_by.get(run.id) == _BACKFILL
 
-    def _release(self, now: float) -> bool:
+    def _release(self, now: float) -> tuple[bool, bool]:
         """Give back the nodes of jobs whose epilog is done by now (job_epilog_complete);
         whether one came with the epilog-complete message, which runs the main scheduler
-        (the agent's releases only queue a pass for the background thread)."""
+        (the agent's releases only queue a pass for the background thread), and whether
+        one such was of a job the time-limit check killed (at a tick of the background
+        thread: `check_message_lag`)."""
         done = [item for item in self.releasing if item[0] <= now]
         if not done:
-            return False
+            return False, False
         self.releasing = [item for item in self.releasing if item[0] > now]
-        return self._give_back(done, now)
+        killed = any(not by_agent and run.job.state is JobState.KILLED
+                     for _, _, run, by_agent in done)
+        return self._give_back(done, now), killed
 
     def _give_back(self, done: list[tuple[float, float, _Run, bool]], now: float) -> bool:
         by_message = False
-        self.killed_released = False
         for _, _, run, by_agent in done:
             self.nodes.give(run.at)
             state = self.completing.pop(run.id, None)
@@ -563,8 +565,6 @@ class SlurmPolicy(Policy):
                 self.sched_requests += 1  # queue_job_scheduler()
             else:
                 by_message = True
-                if run.job.state is JobState.KILLED:  # by the time-limit check, at a tick
-                    self.killed_released = True
         self._update(now)
         return by_message
 
