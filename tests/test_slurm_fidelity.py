@@ -357,3 +357,53 @@ def test_jobs_a_time_outs_epilog_message_started_end_after_the_tick() -> None:
         starts = {p.job: (p.submit + p.wait_a, p.submit + p.wait_b)
                   for p in sim.pairs if 14 <= p.job <= 19}
         assert starts == {job: (97.0, start) for job in range(14, 20)}, option
+
+
+# A whole number of days longer than 2**25 s (a year and a month): every periodic timer's
+# period divides it, and past 2**23 s the float spacing of a time exceeds 1e-9 s, the
+# policy's absolute tolerance, so a comparison of two sums of the same instant that
+# leaned on it would flip.
+LATE = 86400.0 * 400
+
+
+@pytest.mark.parametrize("run", ["runs/basic-bf2/r1", "runs/multifactor-fs/r1",
+                                 "runs/partitions/r3", "checks/basic-bftuned-s61/r1"])
+def test_a_run_a_year_into_the_log_is_scheduled_as_at_its_start(
+        run: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A centre's log of a year or more puts its last jobs past 2**25 s of its start.
+    The same jobs, with the controller's clocks, shifted that far (the epoch moved back
+    as far, so bf_resolution's and the decay thread's wall-clock phases stay): every
+    job starts the same time after its submission, by the same thread."""
+    import dataclasses
+
+    import numpy as np
+
+    import schedd.slurm.fidelity as fidelity
+    from schedd.slurm.policy import SlurmPolicy
+
+    path = RUNS.parent / run
+    plain = simulate_run(path)
+    normalize, setup = fidelity.normalize, SlurmPolicy._setup
+
+    def shifted_trace(trace: Any, **kw: Any) -> Any:
+        out = normalize(trace, **kw)
+        cols = out.columns
+        cols["submit"] = cols["submit"] + LATE
+        for name in ("eligible", "cancel_time", "req_start"):
+            cols[name] = np.where(cols[name] >= 0, cols[name] + LATE, cols[name])
+        out.header = dataclasses.replace(
+            out.header, unix_start_time=out.header.unix_start_time - int(LATE))
+        return out
+
+    def shifted_clocks(self: SlurmPolicy) -> None:
+        setup(self)  # the controller's last passes, cycle and decay, LATE later
+        for name in ("last_sched", "last_full", "bf_last", "next_decay", "g_last_ran"):
+            setattr(self, name, getattr(self, name) + LATE)
+
+    monkeypatch.setattr(fidelity, "normalize", shifted_trace)
+    monkeypatch.setattr(SlurmPolicy, "_setup", shifted_clocks)
+    late = simulate_run(path)
+    for a, b in zip(plain.pairs, late.pairs, strict=True):
+        assert (a.job, a.how_b) == (b.job, b.how_b)
+        assert b.wait_b == pytest.approx(a.wait_b, abs=1e-6), a.job
+    assert late.policy.stats() == plain.policy.stats()
