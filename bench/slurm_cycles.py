@@ -78,6 +78,10 @@ class Replay:
     differ: list[str] = field(default_factory=list)
     main_starts: int = 0  # main-scheduler starts whose node choice was checked
     main_same: int = 0  # ... on the nodes Slurm took
+    # Cycles in the second of a priority recomputation, replayed with the priorities
+    # before it and after it: (the cycle's instant within its second, which of the two
+    # gave Slurm's starts and plans: "before", "after", "both" or "neither").
+    decay_sides: list[tuple[float, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -218,7 +222,19 @@ class Snapshots:
         second = math.floor(at)
         last = second - (second - self.epoch - self.phase) % self.period  # the last one
         if last == second:
-            return None, "priorities recomputed in the cycle's second"
+            return None, RECOMPUTED
+        return self.between(last, jobs)
+
+    def around(self, at: float, jobs: list[int]) -> tuple[dict[int, int] | None, ...]:
+        """For a cycle in the second of a recomputation: the priorities of `jobs` the
+        snapshots give before it and after it (None where they do not give them all)."""
+        second = math.floor(at)
+        return (self.between(second - self.period, jobs)[0],
+                self.between(second, jobs)[0])
+
+    def between(self, last: float, jobs: list[int]) -> tuple[dict[int, int] | None, str]:
+        """The priorities of `jobs` from the snapshots after the recomputation at
+        `last` and before the next."""
         found: dict[int, int] = {}
         for when, prios in self.by_time.items():
             if last < when < last + self.period:
@@ -228,6 +244,9 @@ class Snapshots:
         if len(found) < len(jobs):
             return None, "a waiting job in no snapshot between recomputations"
         return found, ""
+
+
+RECOMPUTED = "priorities recomputed in the cycle's second"
 
 
 def replay(run: Path) -> Replay:
@@ -318,56 +337,88 @@ def replay(run: Path) -> Replay:
         running.sort(key=lambda r: (r[0], r[2]))
         tier = {job: conf.partitions[table.jobs[job].partition].priority_tier
                 for job in waiting}
+        def run_cycle(prio_of: dict[int, int], now: float = now, at: float = at,
+                      waiting: list[int] = waiting, tier: dict[int, int] = tier,
+                      running: list[tuple[float, float, int, Running]] = running,
+                      starts: dict[int, frozenset[str]] = starts, state: Nodes = nodes
+                      ) -> tuple[dict[int, frozenset[str]], list[tuple[float, int, float, int]]]:
+            """The emulation's cycle on this state with these priorities: the jobs it
+            starts (on which nodes) and its reservations."""
+            order = sorted(waiting, key=lambda j: (-tier[j], -prio_of[j],
+                                                   _unix(rows[j]["Submit"]), j))
+            candidates = [Candidate(j, masks[table.jobs[j].partition], limit_of(j),
+                                    SlurmPolicy._request(table.jobs[j]), False)
+                          for j in order]
+            machine = state.copy()
+            started: dict[int, frozenset[str]] = {}
+
+            def start(cand: Candidate, placed: Placement) -> Running:
+                machine.take(placed)  # as the policy's start does
+                started[cand.id] = frozenset(names[i] for i in range(len(names))
+                                             if placed.mask >> i & 1)
+                # Slurm reads its clock again after each test: a cycle begun at .999 s
+                # starts its jobs in the next second, as the log's instant of the start
+                # says.
+                begun = math.floor(log[cand.id].start) if cand.id in starts else now
+                end = begun + cand.limit
+                return Running(end, placed, guess(cand.id, end, now), cand.id)
+
+            mine: list[tuple[float, int, float, int]] = []
+            backfill_cycle(now, candidates, machine, [r[3] for r in running], all_mask,
+                           max(sched.bf_resolution, 1), float(sched.bf_window),
+                           sched.bf_max_job_test, sched.bf_max_job_start,
+                           sched.bf_window_scale, 0.0, start, False, False, mine)
+            return started, mine
+
+        def differences(started: dict[int, frozenset[str]],
+                        mine: list[tuple[float, int, float, int]], at: float = at,
+                        starts: dict[int, frozenset[str]] = starts,
+                        plans: dict[int, tuple[float, frozenset[str]]] = plans
+                        ) -> tuple[int, list[str]]:
+            """(plans as Slurm's, what differs) of one replayed cycle."""
+            stamp = f"cycle at {at - log_start(log):.3f} s"
+            agree, differ = 0, []
+            if started != starts:
+                differ.append(f"{stamp}: Slurm started {_fmt_starts(starts)}, "
+                              f"schedd {_fmt_starts(started)}")
+            for _, job, when, mask in mine:
+                if job not in plans:
+                    continue
+                theirs = plans[job]
+                ours = (when, frozenset(names[i] for i in range(len(names))
+                                        if mask >> i & 1))
+                if abs(theirs[0] - ours[0]) <= 1 and theirs[1] == ours[1]:
+                    agree += 1
+                else:
+                    differ.append(
+                        f"{stamp}, job {job}: Slurm {theirs[0] - log_start(log):.0f} s "
+                        f"on {','.join(sorted(theirs[1]))}; schedd "
+                        f"{ours[0] - log_start(log):.0f} s on {','.join(sorted(ours[1]))}")
+            return agree, differ
+
         if priorities is None:
             prio_of = {job: int(rows[job]["Priority"]) for job in waiting}
         else:
             found, why = priorities.at(at, waiting)
             if found is None:
                 out.skipped[why] = out.skipped.get(why, 0) + 1
+                if why == RECOMPUTED:
+                    # Which side of the recomputation the cycle fell on, if one says.
+                    sides = [p is not None and not differences(*run_cycle(p))[1]
+                             for p in priorities.around(at, waiting)]
+                    out.decay_sides.append((at % 1, {(True, False): "before",
+                                                     (False, True): "after",
+                                                     (True, True): "both"}.get(
+                                                         (sides[0], sides[1]), "neither")))
                 continue
             prio_of = found
-        waiting.sort(key=lambda j: (-tier[j], -prio_of[j], _unix(rows[j]["Submit"]), j))
-        candidates = [Candidate(j, masks[table.jobs[j].partition], limit_of(j),
-                                SlurmPolicy._request(table.jobs[j]), False)
-                      for j in waiting]
-        started: dict[int, frozenset[str]] = {}
-
-        def start(job: Candidate, place: Placement, nodes: Nodes = nodes,
-                  started: dict[int, frozenset[str]] = started,
-                  now: float = now, starts: dict[int, frozenset[str]] = starts) -> Running:
-            nodes.take(place)  # as the policy's start does
-            started[job.id] = frozenset(names[i] for i in range(len(names))
-                                        if place.mask >> i & 1)
-            # Slurm reads its clock again after each test: a cycle begun at .999 s
-            # starts its jobs in the next second, as the log's instant of the start says.
-            begun = math.floor(log[job.id].start) if job.id in starts else now
-            end = begun + job.limit
-            return Running(end, place, guess(job.id, end, now), job.id)
-
-        mine: list[tuple[float, int, float, int]] = []
-        backfill_cycle(now, candidates, nodes, [r[3] for r in running], all_mask,
-                       max(sched.bf_resolution, 1), float(sched.bf_window),
-                       sched.bf_max_job_test, sched.bf_max_job_start,
-                       sched.bf_window_scale, 0.0, start, False, False, mine)
+        started, mine = run_cycle(prio_of)
         out.cycles += 1
-        stamp = f"cycle at {at - log_start(log):.3f} s"
         if started == starts:
             out.starts_agree += 1
-        else:
-            out.differ.append(f"{stamp}: Slurm started {_fmt_starts(starts)}, "
-                              f"schedd {_fmt_starts(started)}")
-        for _, job, when, mask in mine:
-            if job not in plans:
-                continue
-            theirs = plans[job]
-            ours = (when, frozenset(names[i] for i in range(len(names)) if mask >> i & 1))
-            if abs(theirs[0] - ours[0]) <= 1 and theirs[1] == ours[1]:
-                out.plans_agree += 1
-            else:
-                out.differ.append(
-                    f"{stamp}, job {job}: Slurm {theirs[0] - log_start(log):.0f} s on "
-                    f"{','.join(sorted(theirs[1]))}; schedd {ours[0] - log_start(log):.0f} s "
-                    f"on {','.join(sorted(ours[1]))}")
+        agree, differ = differences(started, mine)
+        out.plans_agree += agree
+        out.differ += differ
     return out
 
 
@@ -398,6 +449,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.starts_agree}; {r.plans_agree} plans as Slurm's, "
               f"{len(r.differ)} differences; skipped: {skipped}; main-scheduler starts "
               f"on the nodes the emulation picks: {r.main_same} of {r.main_starts}")
+        if r.decay_sides:
+            said = {side: sorted(round(f, 3) for f, s in r.decay_sides if s == side)
+                    for side in ("before", "after", "both", "neither")}
+            print("  cycles in a recomputation's second, as Slurm's with the priorities "
+                  "before it / after it / either / neither (each at its instant within "
+                  "the second): " + "; ".join(f"{k} {len(v)} {v}" for k, v in said.items()))
         for line in r.differ[:args.show]:
             print("  " + line)
     return 0

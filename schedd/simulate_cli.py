@@ -124,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
     policy = make_policy(policy_name, args.opt, cluster)
     engine_options = engine_options_from(args, policy)
     if slurm and policy_name == "slurm":
-        from .slurm.second_order import read_cycle_order
+        from .slurm.second_order import read_orders
 
         said = slurm.bind(policy, jobs, trace.header.unix_start_time, trace)
-        said = read_cycle_order(slurm, policy, trace, said)
+        said = read_orders(slurm, policy, trace, said)
         if said:
             print(f"schedd: {said}", file=sys.stderr)
         engine_options = dataclasses.replace(engine_options,

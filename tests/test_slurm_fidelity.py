@@ -359,6 +359,36 @@ def test_jobs_a_time_outs_epilog_message_started_end_after_the_tick() -> None:
         assert starts == {job: (97.0, start) for job in range(14, 20)}, option
 
 
+
+@pytest.mark.skipif(not (CHECKS / "multifactor-fs-s61").exists(), reason="no check run")
+def test_a_cycle_before_the_decay_run_in_its_second_sees_the_old_priorities() -> None:
+    """multifactor-fs-s61/r1 (a real run): the decay thread recomputed priorities in
+    second 234 after the backfill cycle at 234.346 s (sprio at 234 shows the old
+    priorities, at 237 ages computed at 234) and before the tick's main pass. That cycle
+    still ranked jobs 31, 53, 67 and 81 first and backfilled them, as the emulation does
+    with the decay between cycle and tick (decay_order 1), which simulate reads off this
+    log; with the decay first in its second (0, the model before) the cycle ranks jobs
+    20, 55, 62 and 82 above them and starts 41 and 64 instead."""
+    run = CHECKS / "multifactor-fs-s61" / "r1"
+    quartet = (31, 53, 67, 81)
+    read = simulate_run(run)
+    assert read.policy.options.decay_order == 1.0
+    for order, at in (("1", 234.0), ("0", None)):
+        sim = simulate_run(run, decay_order=order)
+        starts = {p.job: (p.submit + p.wait_b, p.how_b) for p in sim.pairs}
+        real = {p.job: p.submit + p.wait_a for p in sim.pairs}
+        for job in quartet:
+            assert real[job] == 234.0
+            assert (starts[job] == (234.0, "backfill")) == (at is not None), (order, job)
+    assert agreement_of(read).within2 > agreement_of(
+        simulate_run(run, decay_order="0")).within2 + 0.3
+
+
+def agreement_of(sim: Simulated) -> Agreement:
+    from schedd.slurm.fidelity import agreement
+
+    return agreement(sim.pairs)
+
 # A whole number of days longer than 2**25 s (a year and a month): every periodic timer's
 # period divides it, and past 2**23 s the float spacing of a time exceeds 1e-9 s, the
 # policy's absolute tolerance, so a comparison of two sums of the same instant that

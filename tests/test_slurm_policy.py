@@ -734,7 +734,7 @@ def test_the_order_of_cycle_and_tick_is_read_off_a_logs_first_jobs(
     # jobs start as the log has them under it, not under the other.
     import random
 
-    from schedd.slurm.second_order import read_cycle_order
+    from schedd.slurm.second_order import read_orders
 
     conf = "SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=5\n"
     setup = machine(tmp_path, conf, nodes=NODES)
@@ -760,7 +760,28 @@ def test_the_order_of_cycle_and_tick_is_read_off_a_logs_first_jobs(
                       procs_per_node=1, max_nodes=10**9)
     trace, table = setup.prepare(trace)
     read = SlurmPolicy(SlurmOptions(boot=600.0, epilog=0.0, bf_phase=1.0), setup.cluster)
-    said = read_cycle_order(setup, read, trace,
+    said = read_orders(setup, read, trace,
                             setup.bind(read, table, trace.header.unix_start_time, trace))
     assert read.options.backfill_after_tick == order, said
     assert said is not None and ("before the background tick" in said) == (order == 0.0)
+
+
+@pytest.mark.parametrize(("decay_order", "first"), [(0.0, 3), (1.0, 2), (2.0, 2), (-1.0, 2)])
+def test_where_the_decay_run_falls_in_its_second_decides_what_its_passes_see(
+        tmp_path: Path, decay_order: float, first: int) -> None:
+    """Jobs 2 (user u1) and 3 (u2) wait for job 1 (u1, every node), which ends at 60 s,
+    the second of a decay run (PriorityCalcPeriod 1 min from time 0). They tie at their
+    submission (no usage yet: job 2 first by submission); the run at 60 charges job 1's
+    minute to u1 (at its end too, AccountingStorageEnforce=limits), after which u2's job
+    goes first. The epilog pass of job 1's end, in that second, starts job 3 if the
+    decay ran before it in the second (decay_order 0) and job 2 if it ran after the
+    second's tick, as slurmctld does when its decay thread's instant in the second comes
+    later (1, 2 and unset: 2)."""
+    setup = machine(tmp_path, "SchedulerType=sched/builtin\nPriorityType=priority/multifactor\n"
+                              "PriorityWeightFairshare=1000\nPriorityCalcPeriod=1\n"
+                              "AccountingStorageEnforce=limits\n")
+    jobs = [job(setup, 1, 0, 60, nodes=4, user="u1"), job(setup, 2, 1, 30, nodes=4, user="u1"),
+            job(setup, 3, 2, 30, nodes=4, user="u2")]
+    engine, _ = run(setup, jobs, decay_order=decay_order)
+    second = 5 - first
+    assert starts(engine) == {1: 0.0, first: 60.0, second: 90.0}

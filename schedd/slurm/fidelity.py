@@ -24,7 +24,7 @@ from ..traces import normalize
 from .importers import import_log
 from .machine import SlurmSetup
 from .policy import SlurmOptions, SlurmPolicy
-from .second_order import read_cycle_order
+from .second_order import read_orders
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def simulate_run(run: Path, policy_name: str = "slurm", record_plans: bool = Fal
     decay thread's phase from the run's sprio snapshots where it has them). Another
     `policy_name` runs that policy on the same machine and jobs instead (a baseline).
     `record_plans` keeps the slurm policy's backfill reservations (`plans`);
-    `read_order` False leaves the order of cycle and tick unread (second_order)."""
+    `read_order` False leaves the order of cycle, tick and decay unread (second_order)."""
     import time
 
     imported = import_log("slurm", str(run / "sacct.txt"))
@@ -182,7 +182,7 @@ def simulate_run(run: Path, policy_name: str = "slurm", record_plans: bool = Fal
                                   setup.cluster)
         said = setup.bind(policy, jobs, trace.header.unix_start_time, trace)
         if read_order:
-            read_cycle_order(setup, policy, trace, said)
+            read_orders(setup, policy, trace, said)
         if record_plans:
             policy.plans = []
         engine_options = EngineOptions(**policy.engine_overrides())

@@ -143,6 +143,14 @@ class SlurmOptions:
     decay_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of PriorityCalcPeriod (from time 0) at which the "
                 "decay thread recomputes priorities (-1: from boot)"})
+    decay_order: float = field(default=-1.0, metadata={
+        "help": "how many of its second's two timers (the backfill cycle, the background "
+                "thread's tick) come before the decay thread's run in that second: 0, 1 "
+                "(between them) or 2 (after both; the ends and submissions of the second "
+                "too). Its instant in the second is slurmctld's start, theirs drift (-1: 2; "
+                "simulate reads it off an imported log under priority/multifactor, the "
+                "position under which its first jobs start as they did; docs/slurm.md, "
+                "What runs when)"})
     tick_drift: float = field(default=0.0013, metadata={
         "help": "seconds the background thread's one-second loop runs late each second "
                 "(ten 100 ms sleeps and its own work; 1.1-1.5 ms in the reference runs' "
@@ -416,7 +424,9 @@ class SlurmPolicy(Policy):
         self.started_now = 0
         self._catch_up_backfill(now)
         self._background_catch_up(now)
-        self._run_decay(now)  # jobs that end now ran until now: charged first
+        # The decay runs due before this second; its own second's run comes after as many
+        # of the second's timers as `decay_order` says.
+        self._run_decay(now, before=self.decay_after > 0)
         if self.sched.backfill and self.options.backfill_after_tick == 0:
             return self._cycle_first(view, now, decisions)
         # Within one second, submissions are seen before the epilog pass of a job ending in
@@ -435,6 +445,8 @@ class SlurmPolicy(Policy):
         for p in submitted:
             self._submitted(p, now, decisions)
         self._tick(now, decisions)
+        if self.decay_after == 1 or not self.sched.backfill:
+            self._run_decay(now)
         if self.options.submit_after_tick > 0 and self.options.submit_after_backfill <= 0:
             # Submissions between the tick and the backfill cycle: the cycle sees them.
             between = self._observe_submissions(view, now, after_tick=True)
@@ -445,6 +457,7 @@ class SlurmPolicy(Policy):
                     self._submitted(p, now, decisions)
         if self.sched.backfill:
             self._maybe_backfill(now, decisions)
+            self._run_decay(now)
         self._wake(now, decisions)
         return decisions
 
@@ -464,6 +477,8 @@ class SlurmPolicy(Policy):
         for p in submitted:
             self._submitted(p, now, decisions)
         self._maybe_backfill(now, decisions)
+        if self.decay_after == 1:
+            self._run_decay(now)
         # Jobs the cycle just started are not running in the engine yet: not ends.
         started = {d.job_id for d in decisions if isinstance(d, Start)}
         ended = self._observe_ends(now, started)
@@ -474,6 +489,7 @@ class SlurmPolicy(Policy):
             self._job_ended(run, now)
         self._epilog_pass(now, decisions)
         self._tick(now, decisions)
+        self._run_decay(now)
         self._wake(now, decisions)
         return decisions
 
@@ -724,13 +740,21 @@ class SlurmPolicy(Policy):
         else:
             fairshare.classic(self.assocs)
 
-    def _run_decay(self, now: float) -> None:
-        """The decay thread's runs due by now: decay usage, charge running jobs, rank
-        fair-share and recompute pending jobs' priorities (fair_tree_decay)."""
+    @property
+    def decay_after(self) -> int:
+        """How many of its second's two timers come before the decay thread's run there
+        (option decay_order; unset: 2)."""
+        order = self.options.decay_order
+        return 2 if order < 0 else min(int(order), 2)
+
+    def _run_decay(self, now: float, before: bool = False) -> None:
+        """The decay thread's runs due by now (`before`: before now): decay usage, charge
+        running jobs, rank fair-share and recompute pending jobs' priorities
+        (fair_tree_decay)."""
         if not self.multifactor:
             return
         assocs = self.assocs
-        while self.next_decay <= now:
+        while self.next_decay < now or (self.next_decay == now and not before):
             tick = self.next_decay
             if not self.pending and not self.running and not self.fs_stale:
                 # Idle runs only decay every usage alike, which leaves the ranking as it

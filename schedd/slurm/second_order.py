@@ -1,5 +1,6 @@
 """Which comes first in a second, the backfill cycle or the background thread's tick,
-read off an imported log by replaying its first jobs both ways.
+and where the decay thread's run falls among them, read off an imported log by
+replaying its first jobs each way.
 
 The two are timers of different threads at arbitrary phases (the reference runs'
 timelines have the cycle first in 9 of 16 runs at their start), and the log says where
@@ -9,7 +10,15 @@ simulates the log's jobs up to the last start of its first FIRST_JOBS under each
 and keeps the one under which more of those jobs start within 2 s of the log's start
 (then the smaller total difference; a tie keeps the tick first, the emulation's order
 without this reading). Jobs submitted after the last of those starts cannot move them,
-so the prefix decides as the whole log would. docs/slurm.md, "What runs when".
+so the prefix decides as the whole log would.
+
+The decay thread (priority/multifactor) recomputes priorities once every
+PriorityCalcPeriod at slurmctld's start's instant within the second, while the cycle's
+and the tick's instants drift; where a cycle or a tick shares its second, whether it sees
+the old priorities or the new is which came first. `decay_after` replays the log's first
+DECAY_JOBS started jobs with the decay after none, one or both of the second's timers
+and keeps the best (a tie keeps 2, the option's default). docs/slurm.md, "What runs
+when".
 """
 
 from __future__ import annotations
@@ -27,6 +36,10 @@ from ..traces.normalize import select
 from .policy import SlurmPolicy
 
 FIRST_JOBS = 30  # the log's first jobs (by submission) the two orders are scored on
+# The decay's place is scored on more: a run only matters where it reorders waiting jobs,
+# once every PriorityCalcPeriod (a minute in the reference runs, which submit 30 jobs in
+# 75-90 s).
+DECAY_JOBS = 60
 TOLERANCE = 2.0  # s: "as it did", as bench/slurm_fidelity.py counts it
 
 
@@ -48,50 +61,108 @@ def _score(result: Any, ids: np.ndarray, waits: np.ndarray) -> tuple[int, float]
     return close, -total
 
 
-def read_cycle_order(setup: Any, policy: Any, trace: Any, said: str | None) -> str | None:
+def read_orders(setup: Any, policy: Any, trace: Any, said: str | None) -> str | None:
     """After `SlurmSetup.bind` read an imported log's phases into a `slurm` policy: where
     they leave the order of cycle and tick open, set it from the log's first jobs
-    (`cycle_first`). Returns `said` with that reading added."""
-    if policy.options.backfill_after_tick >= 0:
+    (`cycle_first`), then, under priority/multifactor, the decay thread's place among
+    them (`decay_after`). Returns `said` with those readings added."""
+    lines, knobs = [], []
+    if policy.options.backfill_after_tick < 0:
+        found = cycle_first(setup, policy, trace)
+        if found is not None:
+            first, line = found
+            if first:
+                policy.options = replace(policy.options, backfill_after_tick=0.0)
+            lines.append(line)
+            knobs.append("backfill_after_tick=0|1")
+    if policy.options.decay_order < 0:
+        placed = decay_after(setup, policy, trace)
+        if placed is not None:
+            after, line = placed
+            policy.options = replace(policy.options, decay_order=float(after))
+            lines.append(line)
+            knobs.append("decay_order=0|1|2")
+    if not lines:
         return said
-    found = cycle_first(setup, policy, trace)
-    if found is None:
-        return said
-    first, line = found
-    if first:
-        policy.options = replace(policy.options, backfill_after_tick=0.0)
-    if said and " (--opt " in said:
-        return said.replace(" (--opt ", f"; {line} (--opt ", 1)
-    return f"read off the log: {line} (--opt backfill_after_tick=0|1 to set it)"
+    line = "; ".join(lines)
+    if said and " (--opt " in said and said.endswith(" to set them)"):
+        said = said.replace(" (--opt ", f"; {line} (--opt ", 1)
+        new = [knob for knob in knobs if knob.split("=")[0] + "=" not in said]
+        return said[:-len(" to set them)")] + "".join(f" / {k}" for k in new) + \
+            " to set them)"
+    return (f"read off the log: {line} (--opt {' / '.join(knobs)} to set "
+            f"{'it' if len(knobs) == 1 else 'them'})")
+
+
+def _first_started(trace: Any, jobs: int) -> tuple[Any, np.ndarray, np.ndarray] | None:
+    """The log up to the last start of its first `jobs` (by submission), and the ids and
+    waits of those of them that started; None where fewer than half started."""
+    cols = trace.columns
+    if "started_by" not in cols or len(cols["job_id"]) == 0:
+        return None
+    order = np.lexsort((cols["job_id"], cols["submit"]))[:jobs]
+    started = order[cols["wait"][order] >= 0]
+    if len(started) < min(jobs, len(cols["job_id"])) // 2 or len(started) < FIRST_JOBS // 2:
+        return None
+    last_start = float(np.max(cols["submit"][started] + cols["wait"][started]))
+    limit = int(np.count_nonzero(cols["submit"] <= last_start))
+    prefix = select(trace, limit=max(limit, len(order)))
+    return prefix, cols["job_id"][started], cols["wait"][started]
+
+
+def _scores(setup: Any, policy: Any, prefix: Any, ids: np.ndarray, waits: np.ndarray,
+            variants: dict[Any, dict[str, float]]) -> dict[Any, tuple[int, float]]:
+    """Each variant of the policy's options replayed on the prefix, scored."""
+    scores = {}
+    for key, changes in variants.items():
+        trial: Any = SlurmPolicy(replace(policy.options, **changes), policy.cluster)
+        # Its own associations: a run charges usage to them (fair-share).
+        trial.configure(setup.conf, copy.deepcopy(setup.assocs), policy.table, None,
+                        setup.qos)
+        engine = EngineOptions(**trial.engine_overrides())
+        scores[key] = _score(simulate(prefix, policy.cluster, trial, engine_options=engine),
+                             ids, waits)
+    return scores
 
 
 def cycle_first(setup: Any, policy: Any, trace: Any) -> tuple[bool, str] | None:
     """Whether the log's first jobs start as they did with the cycle before the tick
     (True) or after it (False), and the sentence that says so; None where the log
     cannot say (too few started jobs, no backfill)."""
-    cols = trace.columns
-    if not setup.conf.sched.backfill or "started_by" not in cols or len(cols["job_id"]) == 0:
+    if not setup.conf.sched.backfill:
         return None
-    order = np.lexsort((cols["job_id"], cols["submit"]))[:FIRST_JOBS]
-    started = order[cols["wait"][order] >= 0]
-    if len(started) < FIRST_JOBS // 2:
+    found = _first_started(trace, FIRST_JOBS)
+    if found is None:
         return None
-    last_start = float(np.max(cols["submit"][started] + cols["wait"][started]))
-    limit = int(np.count_nonzero(cols["submit"] <= last_start))
-    prefix = select(trace, limit=max(limit, len(order)))
-    ids, waits = cols["job_id"][started], cols["wait"][started]
-    scores = {}
-    for first in (False, True):
-        options = replace(policy.options, backfill_after_tick=0.0 if first else -1.0)
-        trial: Any = SlurmPolicy(options, policy.cluster)
-        # Its own associations: a run charges usage to them (fair-share).
-        trial.configure(setup.conf, copy.deepcopy(setup.assocs), policy.table, None,
-                        setup.qos)
-        engine = EngineOptions(**trial.engine_overrides())
-        scores[first] = _score(simulate(prefix, policy.cluster, trial, engine_options=engine),
-                               ids, waits)
+    prefix, ids, waits = found
+    scores = _scores(setup, policy, prefix, ids, waits,
+                     {first: {"backfill_after_tick": 0.0 if first else -1.0}
+                      for first in (False, True)})
     first = scores[True] > scores[False]
     return first, (f"backfill cycles {'before' if first else 'after'} the background tick "
                    f"in the second (the log's first {len(ids)} started jobs: "
                    f"{scores[first][0]} start within {TOLERANCE:g} s of the log that way, "
                    f"{scores[not first][0]} the other)")
+
+
+def decay_after(setup: Any, policy: Any, trace: Any) -> tuple[int, str] | None:
+    """How many of its second's timers (cycle, tick) come before the decay thread's run
+    there, as the log's first DECAY_JOBS jobs say, and the sentence that says so; None
+    where it cannot matter (priority/basic) or the log cannot say."""
+    if not setup.conf.priority.multifactor:
+        return None
+    found = _first_started(trace, DECAY_JOBS)
+    if found is None:
+        return None
+    prefix, ids, waits = found
+    timers = 3 if setup.conf.sched.backfill else 2  # without backfill: the tick alone
+    scores = _scores(setup, policy, prefix, ids, waits,
+                     {after: {"decay_order": float(after)} for after in range(timers)})
+    default = timers - 1
+    best = max(scores, key=lambda after: (scores[after], after == default))
+    timers_are = "its second's backfill cycle and tick" if timers == 3 else "its second's tick"
+    places = ("before", "between", "after") if timers == 3 else ("before", "after")
+    counts = ", ".join(str(scores[a][0]) for a in sorted(scores))
+    return best, (f"the decay thread runs {places[best]} {timers_are} (of the log's first "
+                  f"{len(ids)} started jobs, {counts} start within {TOLERANCE:g} s of the "
+                  f"log with it {', '.join(places[:-1])} or {places[-1]})")
