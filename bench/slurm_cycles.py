@@ -23,9 +23,10 @@ last: they are read from the run's sprio snapshots taken between the decay threa
 recomputations around the cycle (`Snapshots`). A cycle is skipped where the log cannot
 give the state exactly: a job ended but not yet released (its epilog running), a
 per-core job over several nodes whose split that choice does not give, a job whose
-dependency was met in the cycle's own second (sacct's Eligible is whole
-seconds), and, under multifactor, a cycle in the second of a recomputation or with a
-waiting job no snapshot between the two recomputations shows.
+dependency was met or that was cancelled while it waited in the cycle's own second
+(sacct's Eligible and End are whole seconds), and, under multifactor, a cycle in the
+second of a recomputation or with a waiting job no snapshot between the two
+recomputations shows.
 """
 
 from __future__ import annotations
@@ -140,6 +141,25 @@ def allocations(run: Path, conf: Any, jobs: dict[int, Any], rows: dict[int, dict
             out.main_early_nodes += 1
         elif event == "start_main" and not unknown:
             ours = nodes.place(req, masks[sj.partition])
+            if ours is None or ours.mask != theirs:
+                # A job ahead of it in the pass that could not start closes its
+                # partition's nodes to every later job (`_schedule`'s failed
+                # partitions; partitions-mf-s73's job 8 went to n[14-17] past the 13
+                # nodes of job 7's partition): the choice on what the waiting jobs of
+                # other partitions left open.
+                at = float(cells[0])
+                closed = 0
+                for other, row in rows.items():
+                    if other == job or other not in jobs or \
+                            jobs[other].partition == sj.partition:
+                        continue
+                    began = row["Start"]
+                    began_at = math.inf if began in ("None", "Unknown", "") else \
+                        _unix(began)
+                    if _unix(row["Submit"]) <= at < began_at:
+                        closed |= masks[jobs[other].partition]
+                if closed:
+                    ours = nodes.place(req, masks[sj.partition] & ~closed) or ours
             out.main_starts += 1
             if ours is not None and ours.mask == theirs:
                 out.main_same += 1
@@ -320,8 +340,15 @@ def replay(run: Path) -> Replay:
                     inst.submit < at and inst.start == math.inf and inst.end > at):
                 row = rows[job]
                 if row["Start"] in ("None", "Unknown", "") and row["End"] not in (
-                        "None", "Unknown", "") and _unix(row["End"]) <= now:
-                    continue  # cancelled while it waited (sacct's End)
+                        "None", "Unknown", ""):
+                    if _unix(row["End"]) < now:
+                        continue  # cancelled while it waited (sacct's End)
+                    if _unix(row["End"]) == now:
+                        # cancelled in the cycle's own second: before it or after?
+                        # (partitions-s73's job 118, cancelled at 341.27 s, still held
+                        # its reservation in the cycle at 341.098 s)
+                        why = "a waiting job cancelled in the cycle's second"
+                        break
                 eligible = row["Eligible"]
                 if eligible in ("Unknown", "None", "") or _unix(eligible) > now:
                     continue

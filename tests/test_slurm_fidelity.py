@@ -437,3 +437,66 @@ def test_a_run_a_year_into_the_log_is_scheduled_as_at_its_start(
         assert (a.job, a.how_b) == (b.job, b.how_b)
         assert b.wait_b == pytest.approx(a.wait_b, abs=1e-6), a.job
     assert late.policy.stats() == plain.policy.stats()
+
+
+@pytest.mark.skipif(not (CHECKS / "multifactor-fs-s61").exists(), reason="no check run")
+def test_simulate_reads_the_decay_threads_second_off_the_sacct_log_alone(
+        tmp_path: Path) -> None:
+    """A centre has its sacct log, slurm.conf and associations, no sprio snapshots. As
+    a user runs them, `schedd import slurm` then `schedd simulate --slurm-conf
+    --slurm-assoc`: simulate reads the decay thread's second of the minute off the log
+    (54 s, what the run's own sprio snapshots say: decay_phase) and its place between
+    the backfill cycle and the tick, and the schedule it writes is the one
+    bench/slurm_fidelity.py measures with the snapshots (81% of jobs within 2 s of
+    Slurm, where the decay at the start of the minute gave 15%)."""
+    import csv
+    import math
+    import subprocess
+    import sys
+
+    run = CHECKS / "multifactor-fs-s61" / "r1"
+    trace = tmp_path / "s61.swf"
+
+    def schedd(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "schedd", *args], capture_output=True,
+                              text=True, timeout=300, check=True)
+
+    schedd("import", "slurm", str(run / "sacct.txt"), "-o", str(trace))
+    done = schedd("simulate", "--trace", str(trace), "--slurm-conf", str(run / "slurm.conf"),
+                  "--slurm-assoc", str(run / "assoc.txt"), "--out", str(tmp_path / "out"),
+                  "--quiet")
+    assert "the decay thread's runs 54 s past each 60 s" in done.stderr
+    assert "the decay thread runs between its second's backfill cycle and tick" in done.stderr
+    with open(tmp_path / "out" / "jobs.csv", newline="") as f:
+        rows = {int(r["id"]): float(r["wait"]) for r in csv.DictReader(f)}
+    measured = {p.job: p.wait_b for p in simulate_run(run).pairs
+                if math.isfinite(p.wait_b)}  # not the jobs cancelled while they waited
+    ids = {int(line.split("\t")[1]): int(line.split("\t")[0])
+           for line in (run / "jobmap.tsv").read_text().splitlines()[1:]}
+    assert {ids.get(j, j): w for j, w in rows.items() if ids.get(j, j) in measured} \
+        == pytest.approx({j: w for j, w in measured.items()})
+
+
+def test_the_backfill_agents_phase_is_the_one_its_log_begins_with() -> None:
+    """The agent's instant within the second drifts by its cycles' durations; crossing a
+    whole second it moves its cycles to the next one. multifactor-fs-s73/r1's cycles
+    fell at .93-.99 s of the seconds 3 past each 5 s until 114 s, then at .006 s of the
+    next: two backfilled starts (88 and 98 s) on residue 3, the next eighteen on 4. The
+    phase at the log's start is read off its first two backfilled starts in a row on one
+    residue, not the most common of the first twenty; with 4 from time 0 the emulation
+    ran its cycle of 84 s after job 11's end at 84.409, where Slurm's had run at 83.968,
+    and backfilled jobs 4, 6 and 19 at once."""
+    from schedd.slurm.machine import first_residue
+
+    assert first_residue([88.0, 98.0, 129.0, 129.0, 134.0], 5) == 3.0
+    assert first_residue([3.0, 9.0, 14.0, 19.0], 5) == 4.0  # a lone start off it first
+    assert first_residue([3.0, 9.0], 5) is None
+    run = CHECKS / "multifactor-fs-s73" / "r1"
+    if not run.exists():
+        pytest.skip("no check run")
+    read = simulate_run(run)
+    assert read.policy.options.bf_phase == 3.0
+    from schedd.slurm.fidelity import agreement
+
+    assert agreement(read.pairs).within2 > 0.5
+    assert agreement(simulate_run(run, bf_phase="4").pairs).within2 < 0.2

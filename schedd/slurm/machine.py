@@ -44,6 +44,22 @@ def _mode_residue(times: Any, period: float) -> tuple[float, int]:
     return float(best), int(counts[best])
 
 
+def first_residue(starts: Any, period: float) -> float | None:
+    """The whole-second residue modulo `period` of the first two backfilled starts in a
+    row (`starts`, in order) that share one, or None: the agent's phase at the log's
+    start. Not the most common residue of the first starts: the agent sleeps bf_interval
+    from each cycle's end, so its instant within the second drifts by the cycles'
+    durations and, crossing a whole second, moves its cycles to the next one, and the
+    first twenty backfilled starts can lie mostly past such a step (multifactor-fs-s73:
+    cycles at .93-.99 s of seconds 3 past each 5 s until 114 s, then at .006 s of the
+    next; two backfilled starts before, eighteen after)."""
+    residues = [int(np.floor(t)) % int(period) for t in starts]
+    for i in range(len(residues) - 1):
+        if residues[i] == residues[i + 1]:
+            return float(residues[i])
+    return None
+
+
 def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
                  options: Any, limit_kills: Any = None) -> tuple[dict[str, float], str | None]:
     """Where in their period Slurm's backfill cycles and time-limit checks fell in the
@@ -72,11 +88,21 @@ def infer_phases(cols: dict[str, Any], header: Any, conf: SlurmConf,
             # so cycles' own durations add up (multifactor-fs/r5, on a loaded machine,
             # moved from 1 to 2 s after 33 cycles). The phase at the log's start is the
             # one a divergence there would cascade from: its first backfilled starts.
-            first = np.sort(start[backfilled])[:FIRST_CYCLES]
+            ordered = np.sort(start[backfilled])
+            first = ordered[:FIRST_CYCLES]
             phase, hits = _mode_residue(first, interval)
-            out["bf_phase"] = phase
-            said.append(f"backfill cycles {phase:g} s past each {interval:g} s "
-                        f"({hits} of the first {len(first)} backfilled starts)")
+            began = first_residue(ordered, interval)
+            if began is not None and began != phase:
+                hits = int(np.count_nonzero(np.floor(np.mod(first, interval)) == began))
+                out["bf_phase"] = began
+                said.append(f"backfill cycles {began:g} s past each {interval:g} s at the "
+                            f"log's start (its first two backfilled starts in a row; {hits} "
+                            f"of the first {len(first)}, then a second later: the agent's "
+                            "drift)")
+            else:
+                out["bf_phase"] = phase
+                said.append(f"backfill cycles {phase:g} s past each {interval:g} s "
+                            f"({hits} of the first {len(first)} backfilled starts)")
     if started_by is not None:
         # A job started in its submission's second needs a pass of that second after the
         # submission: a backfill cycle, or the background thread's tick. Where none ever

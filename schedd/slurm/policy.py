@@ -142,7 +142,9 @@ class SlurmOptions:
                 "boot; simulate infers it from an imported log's time-outs)"})
     decay_phase: float = field(default=-1.0, metadata={
         "help": "seconds past a multiple of PriorityCalcPeriod (from time 0) at which the "
-                "decay thread recomputes priorities (-1: from boot)"})
+                "decay thread recomputes priorities (-1: from boot; simulate reads it off "
+                "an imported priority/multifactor log: the second under which its first "
+                "jobs start as they did)"})
     decay_order: float = field(default=-1.0, metadata={
         "help": "how many of its second's two timers (the backfill cycle, the background "
                 "thread's tick) come before the decay thread's run in that second: 0, 1 "

@@ -13,7 +13,11 @@ without this reading). Jobs submitted after the last of those starts cannot move
 so the prefix decides as the whole log would.
 
 The decay thread (priority/multifactor) recomputes priorities once every
-PriorityCalcPeriod at slurmctld's start's instant within the second, while the cycle's
+PriorityCalcPeriod, at a second of the period that slurmctld's start set and a log does
+not keep: `decay_phase_of` replays the log's first DECAY_JOBS started jobs with the
+thread at each second of the period (at most DECAY_PHASES of them, evenly spaced) and
+keeps the earliest of those under which most start within 2 s of the log. It runs
+at slurmctld's start's instant within the second, while the cycle's
 and the tick's instants drift; where a cycle or a tick shares its second, whether it sees
 the old priorities or the new is which came first. `decay_after` replays the log's first
 DECAY_JOBS started jobs with the decay after none, one or both of the second's timers
@@ -40,6 +44,10 @@ FIRST_JOBS = 30  # the log's first jobs (by submission) the two orders are score
 # once every PriorityCalcPeriod (a minute in the reference runs, which submit 30 jobs in
 # 75-90 s).
 DECAY_JOBS = 60
+DECAY_PHASES = 60  # seconds of PriorityCalcPeriod tried, at most
+# A prefix of at most this many jobs is replayed: the log's first jobs may include one
+# that waited for days, whose start a whole busy log's prefix would be needed to reach.
+MAX_PREFIX = 400
 TOLERANCE = 2.0  # s: "as it did", as bench/slurm_fidelity.py counts it
 
 
@@ -75,6 +83,14 @@ def read_orders(setup: Any, policy: Any, trace: Any, said: str | None) -> str | 
                 policy.options = replace(policy.options, backfill_after_tick=0.0)
             lines.append(line)
             knobs.append("backfill_after_tick=0|1")
+    if policy.options.decay_phase < 0:
+        phased = decay_phase_of(setup, policy, trace)
+        if phased is not None:
+            phase, line = phased
+            # The thread's clock is set up from the option: set up again (nothing ran).
+            policy.configure(setup.conf, policy.assocs, qos=setup.qos, decay_phase=phase)
+            lines.append(line)
+            knobs.append("decay_phase=S")
     if policy.options.decay_order < 0:
         placed = decay_after(setup, policy, trace)
         if placed is not None:
@@ -104,8 +120,16 @@ def _first_started(trace: Any, jobs: int) -> tuple[Any, np.ndarray, np.ndarray] 
     started = order[cols["wait"][order] >= 0]
     if len(started) < min(jobs, len(cols["job_id"])) // 2 or len(started) < FIRST_JOBS // 2:
         return None
-    last_start = float(np.max(cols["submit"][started] + cols["wait"][started]))
-    limit = int(np.count_nonzero(cols["submit"] <= last_start))
+    ends = cols["submit"][started] + cols["wait"][started]
+    limit = int(np.count_nonzero(cols["submit"] <= float(np.max(ends))))
+    if limit > MAX_PREFIX:
+        # Only the jobs that started before the prefix's last submission are scored:
+        # a later one could have been moved by jobs the prefix leaves out.
+        cut = float(np.sort(cols["submit"])[MAX_PREFIX - 1])
+        started = started[ends <= cut]
+        limit = MAX_PREFIX
+        if len(started) < FIRST_JOBS // 2:
+            return None
     prefix = select(trace, limit=max(limit, len(order)))
     return prefix, cols["job_id"][started], cols["wait"][started]
 
@@ -143,6 +167,31 @@ def cycle_first(setup: Any, policy: Any, trace: Any) -> tuple[bool, str] | None:
                    f"in the second (the log's first {len(ids)} started jobs: "
                    f"{scores[first][0]} start within {TOLERANCE:g} s of the log that way, "
                    f"{scores[not first][0]} the other)")
+
+
+def decay_phase_of(setup: Any, policy: Any, trace: Any) -> tuple[float, str] | None:
+    """The second of PriorityCalcPeriod (from time 0) at which the decay thread ran, as
+    the log's first DECAY_JOBS jobs say, and the sentence that says so; None where it
+    cannot matter (priority/basic) or the log cannot say."""
+    prio = setup.conf.priority
+    if not prio.multifactor:
+        return None
+    found = _first_started(trace, DECAY_JOBS)
+    if found is None:
+        return None
+    prefix, ids, waits = found
+    period = max(int(prio.calc_period), 1)
+    step = -(-period // DECAY_PHASES)
+    scores = _scores(setup, policy, prefix, ids, waits,
+                     {float(p): {"decay_phase": float(p)} for p in range(0, period, step)})
+    # Several seconds often explain the prefix alike (between two of the thread's runs
+    # nothing it decides changes): the earliest of them.
+    best = max(scores, key=lambda p: (scores[p], -p))
+    alike = sum(score == scores[best] for score in scores.values())
+    return best, (f"the decay thread's runs {best:g} s past each {period:g} s (of the log's "
+                  f"first {len(ids)} started jobs, {scores[best][0]} start within "
+                  f"{TOLERANCE:g} s of the log with it there; {alike} of the {len(scores)} "
+                  f"seconds tried do as well)")
 
 
 def decay_after(setup: Any, policy: Any, trace: Any) -> tuple[int, str] | None:
