@@ -15,8 +15,9 @@ so the prefix decides as the whole log would.
 The decay thread (priority/multifactor) recomputes priorities once every
 PriorityCalcPeriod, at a second of the period that slurmctld's start set and a log does
 not keep: `decay_phase_of` replays the log's first DECAY_JOBS started jobs with the
-thread at each second of the period (at most DECAY_PHASES of them, evenly spaced) and
-keeps the earliest of those under which most start within 2 s of the log. It runs
+thread at each second of the period (at most DECAY_PHASES of them, evenly spaced; none
+past the first dozen where those all do alike) and keeps the earliest of those under
+which most start within 2 s of the log. It runs
 at slurmctld's start's instant within the second, while the cycle's
 and the tick's instants drift; where a cycle or a tick shares its second, whether it sees
 the old priorities or the new is which came first. `decay_after` replays the log's first
@@ -47,7 +48,7 @@ DECAY_JOBS = 60
 DECAY_PHASES = 60  # seconds of PriorityCalcPeriod tried, at most
 # A prefix of at most this many jobs is replayed: the log's first jobs may include one
 # that waited for days, whose start a whole busy log's prefix would be needed to reach.
-MAX_PREFIX = 400
+MAX_PREFIX = 200
 TOLERANCE = 2.0  # s: "as it did", as bench/slurm_fidelity.py counts it
 
 
@@ -182,8 +183,17 @@ def decay_phase_of(setup: Any, policy: Any, trace: Any) -> tuple[float, str] | N
     prefix, ids, waits = found
     period = max(int(prio.calc_period), 1)
     step = -(-period // DECAY_PHASES)
+    tried = [float(p) for p in range(0, period, step)]
+    # A dozen seconds spread over the period first: where they all explain the first
+    # jobs alike, the log does not say (a trace no Slurm made, a queue the decay never
+    # reorders) and the rest are not tried.
+    spread = tried[::max(1, len(tried) // 12)]
     scores = _scores(setup, policy, prefix, ids, waits,
-                     {float(p): {"decay_phase": float(p)} for p in range(0, period, step)})
+                     {p: {"decay_phase": p} for p in spread})
+    if len(set(scores.values())) == 1:
+        return None
+    scores.update(_scores(setup, policy, prefix, ids, waits,
+                          {p: {"decay_phase": p} for p in tried if p not in scores}))
     # Several seconds often explain the prefix alike (between two of the thread's runs
     # nothing it decides changes): the earliest of them.
     best = max(scores, key=lambda p: (scores[p], -p))
