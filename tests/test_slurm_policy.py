@@ -785,3 +785,29 @@ def test_where_the_decay_run_falls_in_its_second_decides_what_its_passes_see(
     engine, _ = run(setup, jobs, decay_order=decay_order)
     second = 5 - first
     assert starts(engine) == {1: 0.0, first: 60.0, second: 90.0}
+
+
+def test_a_log_the_decay_cannot_reorder_says_nothing_of_its_second(tmp_path: Path) -> None:
+    # Multifactor with a job-size weight only: the decay thread's runs change no job's
+    # priority, so every second of the period explains the log's first jobs alike.
+    # The reading stops after a dozen of them and leaves the option unset.
+    from schedd.slurm.importers import import_log
+    from schedd.slurm.second_order import decay_phase_of, read_orders
+    from schedd.traces import normalize
+
+    conf = ("SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=5\n"
+            "PriorityType=priority/multifactor\nPriorityWeightJobSize=100\n"
+            "PriorityCalcPeriod=1\n")
+    rows = [f"{jid}|{at_second(3 * jid)}|{at_second(3 * jid + 1)}|{at_second(3 * jid + 8)}|"
+            f"00:10:00|1|4|COMPLETED|SchedBackfill" for jid in range(1, 70)]
+    (tmp_path / "sacct.txt").write_text("\n".join([SACCT_HEAD] + rows) + "\n")
+    setup = machine(tmp_path, conf)
+    trace = normalize(import_log("slurm", str(tmp_path / "sacct.txt")).trace,
+                      procs_per_node=1, max_nodes=10**9)
+    trace, table = setup.prepare(trace)
+    policy = SlurmPolicy(SlurmOptions(), setup.cluster)
+    said = setup.bind(policy, table, trace.header.unix_start_time, trace)
+    assert decay_phase_of(setup, policy, trace) is None
+    said = read_orders(setup, policy, trace, said)
+    assert policy.options.decay_phase == -1.0
+    assert said is None or "decay thread's runs" not in said

@@ -29,7 +29,9 @@ Slurm's periodic timers run from slurmctld's start, which a log does not record:
 `boot` says how many seconds before the trace's time 0 it was (default 0, or read off an
 imported log's first job). Within one
 second, the policy handles job ends (with their epilog pass), then submissions, then the
-background tick, then a backfill cycle.
+background tick, then a backfill cycle, or the cycle first (`backfill_after_tick`); the
+decay thread's run of that second comes before, between or after those two
+(`decay_order`).
 """
 
 from __future__ import annotations
